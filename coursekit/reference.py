@@ -1,0 +1,71 @@
+"""Generate solutions/reference/aNN_*.py from the solution regions of the source notebooks.
+
+The source notebook is the single place where a reference implementation is written; the
+checkers import the generated module. `--check` exits 1 when a committed module has drifted.
+
+    python -m coursekit.reference          # regenerate
+    python -m coursekit.reference --check  # fail on drift (tests/test_sync.py does the same)
+"""
+from __future__ import annotations
+
+import sys
+
+import nbformat
+
+from coursekit.paths import REFERENCE, assignments, reference_module_name, source_notebooks
+
+HEADER = '''"""Reference solutions for {assignment}.
+
+GENERATED from source/{assignment}/ by `make sync` (python -m coursekit.reference).
+Do not edit: edit the solution cells of the source notebook and regenerate.
+"""
+'''
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def is_reference_cell(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    if cell.cell_type != "code":
+        return False
+    return bool(meta.get("solution")) or str(meta.get("grade_id", "")).startswith("setup")
+
+
+def reference_source(assignment: str) -> str:
+    chunks = [HEADER.format(assignment=assignment)]
+    for path in source_notebooks(assignment):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if is_reference_cell(cell):
+                lines = [ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS]
+                chunks.append("\n".join(lines).strip() + "\n")
+    return "\n\n".join(chunks)
+
+
+def expected_files() -> dict:
+    files = {REFERENCE / "__init__.py": '"""Reference solutions, generated from source/ (see coursekit.reference)."""\n'}
+    for assignment in assignments():
+        files[REFERENCE / f"{reference_module_name(assignment)}.py"] = reference_source(assignment)
+    return files
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    drifted = []
+    for path, text in expected_files().items():
+        current = path.read_text() if path.exists() else None
+        if current == text:
+            continue
+        if check:
+            drifted.append(path)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path}")
+    if drifted:
+        print("out of date (run `make sync`):", *drifted, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,35 @@
+"""nbgrader configuration for the course (loaded by nbgrader_config.py).
+
+Every value here is deliberate; the comments say why.
+"""
+c = get_config()  # noqa: F821
+
+c.CourseDirectory.course_id = "speculative-decoding"
+c.CourseDirectory.source_directory = "source"
+# The student release is committed under course/ (tests regenerate it and compare).
+c.CourseDirectory.release_directory = "course"
+
+# Learners' stubs.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# A test cell that runs longer than this is scored 0 and grading goes on. The slowest reference
+# cell takes a few seconds on a 2-core CPU; a minute leaves room for slow but correct answers
+# (e.g. a pure-Python loop in simulate_tokens) without letting an infinite loop stall a cohort.
+c.Execute.timeout = 60
+c.Execute.startup_timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# Keep autograded notebooks and feedback readable when a submission prints megabytes.
+c.LimitOutput.max_lines = 200
+c.LimitOutput.max_traceback = 30
+
+# nbgrader scores a test cell 0 if it wrote anything to stderr, even when it passed. Warnings
+# (a RuntimeWarning from 0/0 that the learner's code handles, a DeprecationWarning from a
+# library) are not failures, so they are dropped before scoring. Errors are unaffected: they
+# arrive as error outputs, not as stderr text.
+c.IgnorePattern.pattern = r"(?i)warning"
+c.IgnorePattern.enabled = True
+
+# A learner who deletes a graded cell gets it back (scored normally) instead of a None score.
+c.OverwriteCells.add_missing_cells = True

@@ -1,0 +1,123 @@
+"""Shared machinery for the hidden-test checkers.
+
+A checker takes the learner's function, calls it on many inputs, compares with the reference
+in `solutions.reference`, and on failure raises an AssertionError whose message is one plain
+sentence: what is wrong and, for the known mistakes, which mistake it is. It never puts
+expected values in that sentence, because nbgrader shows it in the feedback.
+
+Rules every checker follows:
+- values are compared with tolerances, distributions with seeded statistical tests;
+- learner code runs with warnings silenced (a passing cell that wrote a warning to stderr
+  would score 0);
+- an exception inside learner code becomes a one-sentence failure naming the call.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Callable, Iterable
+
+import numpy as np
+from scipy import stats
+
+# Seed of every random stream a checker draws, so the same submission always gets the same grade.
+SEED = 20_261_129
+
+
+class CheckFailure(AssertionError):
+    """A failed check; its message is the hint shown to the learner."""
+
+
+def fail(message: str) -> None:
+    __tracebackhide__ = True  # IPython hides this frame: the learner sees the hint, not our code
+    raise CheckFailure(message) from None
+
+
+def call(fn: Callable, *args, name: str | None = None, **kwargs):
+    """Call learner code quietly; turn any exception into a hint that names the call."""
+    __tracebackhide__ = True
+    shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
+    label = f"{name or getattr(fn, '__name__', 'your function')}({shown})"
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return fn(*args, **kwargs)
+    except NotImplementedError:
+        fail(f"{label} raised NotImplementedError: replace the stub with your implementation.")
+    except Exception as exc:  # noqa: BLE001 - any learner error becomes a hint
+        fail(f"{label} raised {type(exc).__name__}: {exc}")
+
+
+def _short(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"<array shape {value.shape}>"
+    if isinstance(value, np.random.Generator):
+        return "rng"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return repr(value)
+
+
+def as_float_array(value, label: str) -> np.ndarray:
+    __tracebackhide__ = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        fail(f"{label} returned {type(value).__name__}, which is not a number or an array of numbers.")
+
+
+def close(a, b, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    return a.shape == b.shape and bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=False)))
+
+
+def diagnose(got_values: Iterable, mistakes: dict[str, Callable], inputs: Iterable, rtol=1e-6) -> str | None:
+    """Return the hint of the first known mistake that reproduces every got value, if any."""
+    got_values = list(got_values)
+    inputs = list(inputs)
+    for hint, wrong in mistakes.items():
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                expected = [wrong(*args) for args in inputs]
+            except Exception:  # noqa: BLE001 - a wrong model that does not apply here
+                continue
+        if all(close(g, e, rtol=rtol, atol=1e-9) for g, e in zip(got_values, expected)
+               if np.all(np.isfinite(np.asarray(e, dtype=float)))):
+            return hint
+    return None
+
+
+def counts_match_pmf(samples: np.ndarray, values: np.ndarray, pmf: np.ndarray, alpha_level: float) -> bool:
+    """Exact two-sided binomial test of every bin's count, Bonferroni-corrected over the bins.
+
+    Under the null (samples drawn from `pmf`), each bin's count is Binomial(n, pmf[i]) and the
+    probability that ANY bin's exact two-sided p-value falls below alpha_level / len(values) is
+    at most alpha_level (union bound). No asymptotic approximation is involved, so the bound
+    holds for small bins too. A sample value outside `values` fails outright.
+    """
+    samples = np.asarray(samples)
+    if not np.all(np.isin(samples, values)):
+        return False
+    n = samples.size
+    per_bin = alpha_level / len(values)
+    for value, p in zip(values, pmf):
+        k = int(np.sum(samples == value))
+        if p <= 0.0:
+            if k:
+                return False
+            continue
+        if p >= 1.0:
+            if k != n:
+                return False
+            continue
+        if stats.binomtest(k, n, p).pvalue < per_bin:
+            return False
+    return True
+
+
+def isclose_scalar(a: float, b: float, rtol: float) -> bool:
+    return math.isfinite(a) and abs(a - b) <= rtol * max(1.0, abs(b))

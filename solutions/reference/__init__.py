@@ -1,0 +1,1 @@
+"""Reference solutions, generated from source/ (see coursekit.reference)."""
