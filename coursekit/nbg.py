@@ -1,7 +1,7 @@
 """Stock nbgrader, run in a scratch course root so that grading never touches the repository.
 
-The scratch root holds a copy of source/, an nbgrader_config.py that loads the repository's
-grader_config.py, its own gradebook, and submitted/<student>/<assignment>/ folders. The same
+The scratch root holds copies of source/, nbgrader_config.py and grader_config.py, its own
+gradebook, and submitted/<student>/<assignment>/ folders. The same
 code serves `make check` (one learner: the workspace) and the test suite (many fake learners).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit.paths import GRADER_CONFIG, SOURCE
+from coursekit.paths import GRADER_CONFIG, NBGRADER_CONFIG, SOURCE
 
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 
@@ -59,11 +59,10 @@ class ScratchCourse:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(SOURCE, self.root / "source", dirs_exist_ok=True)
-        (self.root / "nbgrader_config.py").write_text(
-            "c = get_config()\n"
-            f"load_subconfig({str(GRADER_CONFIG)!r})\n"
-            f"c.CourseDirectory.root = {str(self.root)!r}\n"
-        )
+        # The repository's own configuration files, unchanged: nbgrader runs here exactly as it
+        # runs from the repository root.
+        for config in (NBGRADER_CONFIG, GRADER_CONFIG):
+            shutil.copy(config, self.root / config.name)
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         # nbgrader shells out to `alembic`, so the environment's bin/ must be on PATH.

@@ -9,6 +9,7 @@ COURSE = REPO / "course"
 REFERENCE = REPO / "solutions" / "reference"
 WORKSPACE = REPO / "workspace"
 GRADER_CONFIG = REPO / "grader_config.py"
+NBGRADER_CONFIG = REPO / "nbgrader_config.py"
 
 
 def assignments() -> list[str]:

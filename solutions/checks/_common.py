@@ -43,7 +43,7 @@ def call(fn: Callable, *args, name: str | None = None, **kwargs):
             warnings.simplefilter("ignore")
             return fn(*args, **kwargs)
     except NotImplementedError:
-        fail(f"{label} raised NotImplementedError: replace the stub with your implementation.")
+        fail("not implemented yet: replace `raise NotImplementedError()` with your code.")
     except Exception as exc:  # noqa: BLE001 - any learner error becomes a hint
         fail(f"{label} raised {type(exc).__name__}: {exc}")
 

@@ -65,38 +65,38 @@ def check_accepted_pmf(accepted_pmf) -> None:
 
 # ---------------------------------------------------------------- expected_tokens
 
-def _expected_mistakes(K):
+def _expected_mistakes():
     return {
-        HINT_BONUS: lambda a: (1 - a ** K) / (1 - a),
-        HINT_K_ALPHA: lambda a: K * a,
-        "1 + K*alpha " + HINT_K_ALPHA[len("K*alpha "):]: lambda a: 1 + K * a,
-        HINT_ACCEPTED_ONLY: lambda a: (1 - a ** (K + 1)) / (1 - a) - 1,
-        HINT_UNTRUNCATED_MEAN: lambda a: 1 / (1 - a),
+        HINT_BONUS: lambda a, K: (1 - a ** K) / (1 - a),
+        HINT_K_ALPHA: lambda a, K: K * a,
+        "1 + " + HINT_K_ALPHA: lambda a, K: 1 + K * a,
+        HINT_ACCEPTED_ONLY: lambda a, K: (1 - a ** (K + 1)) / (1 - a) - 1,
+        HINT_UNTRUNCATED_MEAN: lambda a, K: 1 / (1 - a),
         HINT_UNTRUNCATED_MEAN + " It also counts only accepted drafts; add the target's token.":
-            lambda a: a / (1 - a),
+            lambda a, K: a / (1 - a),
     }
 
 
 def check_expected_tokens(expected_tokens) -> None:
     """Values on a grid of alpha in [0, 1) and K in 1..12 (scalar inputs)."""
     __tracebackhide__ = True
-    for K in KS:
-        got = []
-        for alpha in ALPHAS:
-            label = f"expected_tokens({alpha:g}, {K})"
-            value = as_float_array(call(expected_tokens, alpha, K), label)
-            if value.shape not in ((), (1,)):
-                fail(f"{label} must return one number for a scalar alpha, not an array of shape {value.shape}.")
-            got.append(float(value.reshape(())))
-        want = [ref.expected_tokens(alpha, K) for alpha in ALPHAS]
-        if close(got, want, rtol=1e-7, atol=1e-10):
-            continue
-        hint = diagnose(got, _expected_mistakes(K), [(a,) for a in ALPHAS])
-        if hint:
-            fail(f"expected_tokens(alpha, {K}): {hint}")
-        bad = next(a for a, g, w in zip(ALPHAS, got, want) if not close(g, w, rtol=1e-7, atol=1e-10))
-        fail(f"expected_tokens({bad:g}, {K}) is wrong: it should be the sum of alpha**k over the "
-             f"K+1 emission slots k = 0..K.")
+    grid = [(alpha, K) for K in KS for alpha in ALPHAS]
+    got = []
+    for alpha, K in grid:
+        label = f"expected_tokens({alpha:g}, {K})"
+        value = as_float_array(call(expected_tokens, alpha, K), label)
+        if value.shape not in ((), (1,)):
+            fail(f"{label} must return one number for a scalar alpha, not an array of shape {value.shape}.")
+        got.append(float(value.reshape(())))
+    want = [ref.expected_tokens(alpha, K) for alpha, K in grid]
+    if close(got, want, rtol=1e-7, atol=1e-10):
+        return
+    hint = diagnose(got, _expected_mistakes(), grid)
+    if hint:
+        fail(f"expected_tokens: {hint}")
+    bad_alpha, bad_K = next(x for x, g, w in zip(grid, got, want) if not close(g, w, rtol=1e-7, atol=1e-10))
+    fail(f"expected_tokens({bad_alpha:g}, {bad_K}) is wrong: it should be the sum of alpha**k over "
+         "the K+1 emission slots k = 0..K.")
 
 
 def check_expected_tokens_edges(expected_tokens) -> None:

@@ -1,0 +1,46 @@
+# Every target sets up what it needs; on a fresh machine only Python 3.11 and pip are required.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8888
+export PATH := $(abspath $(BIN)):$(PATH)
+ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
+
+.PHONY: help lab test check release sync strip venv clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your changes), start JupyterLab
+	@$(BIN)/python -m coursekit.workspace workspace
+	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=workspace
+
+test: $(STAMP) ## set up and run the whole test suite
+	$(BIN)/python -m pytest
+
+check: $(STAMP) ## grade your workspace with the hidden tests: points per exercise and hints
+	@$(BIN)/python -m coursekit.check workspace
+
+release: $(STAMP) ## regenerate course/ from source/ with nbgrader generate_assignment
+	@for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
+
+sync: $(STAMP) strip ## regenerate everything derived from source/: solutions/reference/ and course/
+	$(BIN)/python -m coursekit.reference
+	@$(MAKE) --no-print-directory release
+
+strip: $(STAMP) ## remove outputs from the source notebooks
+	$(BIN)/jupyter nbconvert --clear-output --inplace --log-level=WARN source/*/*.ipynb
+
+venv: $(STAMP) ## create .venv with the pinned dependencies (other targets do this when needed)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+clean: ## remove .venv and scratch files (keeps workspace/, your answers)
+	rm -rf $(VENV) gradebook.db submitted autograded feedback grades.csv .pytest_cache

@@ -1,0 +1,43 @@
+"""Build learner notebooks for the tests: the release with some solution cells replaced."""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import nbformat
+
+
+def function_as(fn, name: str) -> str:
+    """Source of `fn` renamed to `name`, with the imports a learner would write above it."""
+    body = inspect.getsource(fn)
+    body = re.sub(rf"\b{fn.__name__}\b", name, body)  # the def and any recursive call
+    return "import math\nimport numpy as np\n\n" + body
+
+
+def fill(release_nb: Path, answers: dict, dest: Path) -> Path:
+    """Copy of `release_nb` where the solution cell `grade_id` holds answers[grade_id] (a function)."""
+    nb = nbformat.read(release_nb, as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = function_as(answers[gid], gid)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return dest
+
+
+def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path) -> Path:
+    """The release notebook with the source's solution cells pasted in (markers removed), the way a
+    learner who wrote the reference answers would hand it in."""
+    src = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(source_nb, as_version=4).cells
+           if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(release_nb, as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in src:
+            cell.source = "\n".join(l for l in src[gid].splitlines() if "### BEGIN SOLUTION" not in l
+                                    and "### END SOLUTION" not in l)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return dest

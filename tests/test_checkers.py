@@ -1,0 +1,82 @@
+"""The checkers behind the hidden tests, called directly (fast; nbgrader is in test_grading.py).
+
+Every reference function and every differently written correct answer passes; every known
+mistake fails with a hint that names it.
+"""
+import importlib
+
+import numpy as np
+import pytest
+
+from solutions.checks import a01
+from solutions.checks._common import CheckFailure
+from solutions.reference import a01_acceptance_chain as ref01
+
+ANSWERS = {"01": importlib.import_module("tests.answers_01")}
+CHECKERS_01 = {
+    "accepted_pmf": [a01.check_accepted_pmf],
+    "expected_tokens": [a01.check_expected_tokens, a01.check_expected_tokens_edges],
+    "simulate_tokens": [a01.check_simulate_tokens],
+}
+
+
+@pytest.mark.parametrize("exercise", sorted(CHECKERS_01))
+def test_reference_passes(exercise):
+    for check in CHECKERS_01[exercise]:
+        check(getattr(ref01, exercise))
+
+
+@pytest.mark.parametrize("exercise, answer", [
+    (ex, fn) for ex, fns in ANSWERS["01"].CORRECT.items() for fn in fns
+], ids=lambda v: getattr(v, "__name__", v))
+def test_differently_written_correct_answers_pass(exercise, answer):
+    for check in CHECKERS_01[exercise]:
+        check(answer)
+
+
+@pytest.mark.parametrize("exercise, answer, phrase", [
+    (ex, fn, phrase) for ex, items in ANSWERS["01"].WRONG.items() for fn, phrase in items
+], ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) and len(v) < 30 else "phrase"))
+def test_known_mistakes_fail_with_their_hint(exercise, answer, phrase):
+    checks = {
+        "expected_tokens_edges": [a01.check_expected_tokens_edges],
+    }.get(exercise) or CHECKERS_01[exercise]
+    messages = []
+    for check in checks:
+        try:
+            check(answer)
+        except CheckFailure as failure:
+            messages.append(str(failure))
+    assert messages, f"{answer.__name__} passed every check"
+    assert any(phrase in m for m in messages), messages
+    for m in messages:  # one sentence, and no expected values leak into it
+        assert "\n" not in m and len(m) < 400
+
+
+def test_checkers_are_deterministic():
+    """Same submission, same verdict: a checker's random streams are all seeded."""
+    answer = ANSWERS["01"].simulate_geometric
+    a01.check_simulate_tokens(answer)
+    a01.check_simulate_tokens(answer)
+
+
+def test_checkers_do_not_warn(recwarn):
+    """A warning reaching stderr would zero a passing nbgrader cell."""
+    a01.check_expected_tokens_edges(ANSWERS["01"].expected_closed_form)
+    assert not recwarn.list
+
+
+def test_distribution_test_has_power():
+    """A slightly-off acceptance probability (0.7 instead of 0.75 at K = 5) is caught."""
+    def off(alpha, K, rounds, rng):
+        return ref01.simulate_tokens(alpha - 0.05 if 0 < alpha < 1 else alpha, K, rounds, rng)
+    with pytest.raises(CheckFailure):
+        a01.check_simulate_tokens(off)
+
+
+def test_reference_matches_published_table():
+    """Leviathan et al. 2023, Table 1 (c = 0): the speedup is expected_tokens, to the 2 decimals printed."""
+    table = [(0.6, 2, 1.96), (0.7, 3, 2.53), (0.8, 2, 2.44), (0.8, 5, 3.69), (0.9, 2, 2.71), (0.9, 10, 6.86)]
+    for alpha, K, published in table:
+        assert round(ref01.expected_tokens(alpha, K), 2) == pytest.approx(published)
+    assert np.isclose(ref01.accepted_pmf(0.8, 4).sum(), 1.0)

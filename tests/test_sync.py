@@ -1,0 +1,39 @@
+"""One source for everything: course/ and solutions/reference/ are regenerated from source/ and
+must match what is committed; notebooks are committed without outputs."""
+import filecmp
+import json
+from pathlib import Path
+
+import pytest
+
+from coursekit import reference
+from coursekit.nbg import ScratchCourse
+from coursekit.paths import COURSE, REPO, SOURCE, assignments
+
+
+def test_reference_modules_match_source_notebooks():
+    assert reference.main(["--check"]) == 0, "solutions/reference/ drifted from source/: run `make sync`"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_course_release_matches_nbgrader_output(assignment, tmp_path):
+    fresh = ScratchCourse(tmp_path).generate(assignment)
+    committed = COURSE / assignment
+    fresh_files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
+    committed_files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert fresh_files == committed_files, "course/ has different files: run `make release`"
+    for rel in fresh_files:
+        assert filecmp.cmp(fresh / rel, committed / rel, shallow=False), f"course/{assignment}/{rel} drifted: run `make release`"
+
+
+def test_every_assignment_is_released():
+    assert sorted(p.name for p in COURSE.iterdir() if p.is_dir()) == assignments()
+
+
+@pytest.mark.parametrize("path", sorted(SOURCE.rglob("*.ipynb")) + sorted(COURSE.rglob("*.ipynb")),
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_notebooks_are_stripped(path):
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs") and cell.get("execution_count") is None, cell["source"][:3]
