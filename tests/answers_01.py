@@ -32,6 +32,16 @@ def expected_closed_form(alpha, K):
     return out.item() if out.ndim == 0 else out
 
 
+def expected_noisy(alpha, K):
+    """Correct, but lets numpy warn about 0/0 at alpha = 1 and warns on its own: a passing cell
+    must not lose its points because of text on stderr."""
+    import warnings
+    warnings.warn("learner's own warning")
+    a = np.asarray(alpha, dtype=float)
+    out = np.where(a == 1.0, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
+    return out.item() if out.ndim == 0 else out
+
+
 def expected_loop(alpha, K):
     if np.ndim(alpha):
         return np.array([expected_loop(a, K) for a in np.ravel(alpha)]).reshape(np.shape(alpha))
@@ -70,7 +80,7 @@ def simulate_argmin(alpha, K, rounds, rng):
 
 CORRECT = {
     "accepted_pmf": [pmf_loop, pmf_survival],
-    "expected_tokens": [expected_closed_form, expected_loop, expected_from_pmf],
+    "expected_tokens": [expected_closed_form, expected_noisy, expected_loop, expected_from_pmf],
     "simulate_tokens": [simulate_loop, simulate_geometric, simulate_argmin],
 }
 

@@ -21,6 +21,8 @@ CLASS_01 = {
                   "simulate_tokens": a01.simulate_geometric},
     "loops": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_loop,
               "simulate_tokens": a01.simulate_loop},
+    "noisy": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_noisy,
+              "simulate_tokens": a01.simulate_argmin},
     "wrong_exponent": {"accepted_pmf": a01.pmf_untruncated, "expected_tokens": a01.expected_exponent_K,
                        "simulate_tokens": a01.simulate_accepted_count},
     "wrong_k_alpha": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_K_alpha,
