@@ -39,3 +39,92 @@ def monte_carlo_check(accepted_pmf, expected_tokens, simulate_tokens, alpha=0.8,
     right.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+C_LABEL = "c = draft pass time / target pass time"
+
+
+def best_speedup_grid(speedup, n=300, K_max=16, c_max=1.0):
+    """Best achievable speedup max_K speedup(alpha, K, c) on an n x n grid of (alpha, c)."""
+    alpha = np.linspace(0.0, 0.99, n)[:, None, None]
+    c = np.linspace(0.0, c_max, n)[None, :, None]
+    K = np.arange(K_max + 1)[None, None, :]
+    S = np.asarray(speedup(alpha, K, c))
+    return alpha.ravel(), c.ravel(), S.max(axis=-1), S.argmax(axis=-1)
+
+
+def best_speedup_heatmap(speedup, ax=None, K_max=16, n=300):
+    """Heat map of the best achievable speedup (K = 0..K_max, K = 0 meaning plain decoding)."""
+    alphas, cs, best, _ = best_speedup_grid(speedup, n=n, K_max=K_max)
+    ax = ax or plt.subplots(figsize=(5.5, 4.2))[1]
+    mesh = ax.pcolormesh(cs, alphas, best, shading="auto", cmap="viridis", vmin=1.0, vmax=min(8.0, best.max()))
+    ax.figure.colorbar(mesh, ax=ax, label=f"best speedup over K = 0..{K_max}")
+    ax.contour(cs, alphas, best, levels=[1.5, 2, 3, 4], colors="white", linewidths=0.6)
+    ax.plot([0, 0.99], [0, 0.99], "w--", linewidth=1)
+    ax.text(0.55, 0.42, "alpha <= c:\nnever wins", color="white", fontsize=8)
+    ax.set_xlabel(C_LABEL)
+    ax.set_ylabel("acceptance rate alpha")
+    ax.set_title("best achievable speedup (contours 1.5x, 2x, 3x, 4x)")
+    return ax
+
+
+def break_even_frontier(break_even_alpha, Ks=(1, 2, 4, 8), ax=None):
+    """alpha needed to break even, as a function of c, one curve per K; below a curve, that K loses."""
+    ax = ax or plt.subplots(figsize=(5.5, 4.2))[1]
+    cs = np.linspace(0.0, 0.99, 100)
+    for K in Ks:
+        ax.plot(cs, [break_even_alpha(K, c) for c in cs], label=f"K = {K}")
+    ax.fill_between(cs, 0, cs, color="tab:red", alpha=0.12, label="alpha <= c: loses for every K")
+    ax.set_xlabel(C_LABEL)
+    ax.set_ylabel("break-even acceptance rate alpha")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title("speculation wins above its curve")
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def optimal_K_map(optimal_K, K_max=16, n=60, ax=None):
+    """Which K maximises the speedup, over (alpha, c); 0 means do not speculate."""
+    alphas = np.linspace(0.0, 0.99, n)
+    cs = np.linspace(0.0, 0.6, n)
+    best = np.array([[optimal_K(a, c, K_max) for c in cs] for a in alphas])
+    ax = ax or plt.subplots(figsize=(5.5, 4.2))[1]
+    mesh = ax.pcolormesh(cs, alphas, best, shading="auto", cmap="magma")
+    ax.figure.colorbar(mesh, ax=ax, label="optimal K (0 = do not speculate)")
+    ax.set_xlabel(C_LABEL)
+    ax.set_ylabel("acceptance rate alpha")
+    ax.set_title(f"optimal draft length, K_max = {K_max}")
+    return ax
+
+
+def rejection_sampling_check(speculative_sample, acceptance_rate, V=8, n=10_000, pairs=25,
+                             n_per_pair=1_000, seed=0):
+    """Left: tokens from the learner's speculative_sample against the target p (and the draft q).
+    Right: acceptance frequency against the learner's acceptance_rate for random (p, q) pairs."""
+    rng = np.random.default_rng(seed)
+    p_target = rng.dirichlet(np.full(V, 0.8))
+    q_draft = rng.dirichlet(np.full(V, 0.8))
+    tokens = np.array([speculative_sample(p_target, q_draft, rng)[0] for _ in range(n)])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    x = np.arange(V)
+    left.bar(x - 0.2, np.bincount(tokens, minlength=V) / n, width=0.4, label=f"emitted ({n:,} samples)")
+    left.bar(x + 0.2, p_target, width=0.4, alpha=0.6, label="target p")
+    left.step(x, q_draft, where="mid", color="k", linestyle="--", label="draft q (proposals)")
+    left.set_xlabel("token")
+    left.set_ylabel("probability")
+    left.set_title(f"emitted tokens follow p (alpha = {float(acceptance_rate(p_target, q_draft)):.2f})")
+    left.legend(fontsize=8)
+
+    predicted, measured = [], []
+    for _ in range(pairs):
+        p, q = rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5))
+        predicted.append(float(acceptance_rate(p, q)))
+        measured.append(np.mean([speculative_sample(p, q, rng)[1] for _ in range(n_per_pair)]))
+    right.plot([0, 1], [0, 1], "k:", linewidth=1)
+    right.plot(predicted, measured, "o")
+    right.set_xlabel("acceptance_rate(p, q) = sum min(p, q)")
+    right.set_ylabel(f"accepted fraction of {n_per_pair:,} samples")
+    right.set_title("acceptance frequency matches 1 - TV(p, q)")
+    fig.tight_layout()
+    return fig

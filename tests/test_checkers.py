@@ -8,41 +8,62 @@ import importlib
 import numpy as np
 import pytest
 
-from solutions.checks import a01
+from solutions.checks import a01, a02, a03
 from solutions.checks._common import CheckFailure
 from solutions.reference import a01_acceptance_chain as ref01
+from solutions.reference import a02_cost_and_speedup as ref02
+from solutions.reference import a03_rejection_sampling as ref03
 
-ANSWERS = {"01": importlib.import_module("tests.answers_01")}
-CHECKERS_01 = {
-    "accepted_pmf": [a01.check_accepted_pmf],
-    "expected_tokens": [a01.check_expected_tokens, a01.check_expected_tokens_edges],
-    "simulate_tokens": [a01.check_simulate_tokens],
+ANSWERS = {nb: importlib.import_module(f"tests.answers_{nb}") for nb in ("01", "02", "03")}
+REFERENCE = {"01": ref01, "02": ref02, "03": ref03}
+CHECKERS = {
+    "01": {
+        "accepted_pmf": [a01.check_accepted_pmf],
+        "expected_tokens": [a01.check_expected_tokens, a01.check_expected_tokens_edges],
+        "expected_tokens_edges": [a01.check_expected_tokens_edges],
+        "simulate_tokens": [a01.check_simulate_tokens],
+    },
+    "02": {
+        "round_cost": [a02.check_round_cost],
+        "speedup": [a02.check_speedup, a02.check_speedup_arrays],
+        "loses": [a02.check_loses],
+        "break_even_alpha": [a02.check_break_even_alpha],
+        "optimal_K": [a02.check_optimal_K],
+    },
+    "03": {
+        "acceptance_rate": [a03.check_acceptance_rate],
+        "residual_distribution": [a03.check_residual_distribution],
+        "speculative_sample": [a03.check_speculative_sample],
+        "verify_round": [a03.check_verify_round],
+    },
 }
 
 
-@pytest.mark.parametrize("exercise", sorted(CHECKERS_01))
-def test_reference_passes(exercise):
-    for check in CHECKERS_01[exercise]:
-        check(getattr(ref01, exercise))
+def _name(value):
+    return getattr(value, "__name__", None) or (value if isinstance(value, str) and len(value) < 30 else "phrase")
 
 
-@pytest.mark.parametrize("exercise, answer", [
-    (ex, fn) for ex, fns in ANSWERS["01"].CORRECT.items() for fn in fns
-], ids=lambda v: getattr(v, "__name__", v))
-def test_differently_written_correct_answers_pass(exercise, answer):
-    for check in CHECKERS_01[exercise]:
+@pytest.mark.parametrize("nb, exercise", [(nb, ex) for nb, exs in CHECKERS.items() for ex in exs
+                                          if hasattr(REFERENCE[nb], ex)])
+def test_reference_passes(nb, exercise):
+    for check in CHECKERS[nb][exercise]:
+        check(getattr(REFERENCE[nb], exercise))
+
+
+@pytest.mark.parametrize("nb, exercise, answer", [
+    (nb, ex, fn) for nb, mod in ANSWERS.items() for ex, fns in mod.CORRECT.items() for fn in fns
+], ids=_name)
+def test_differently_written_correct_answers_pass(nb, exercise, answer):
+    for check in CHECKERS[nb][exercise]:
         check(answer)
 
 
-@pytest.mark.parametrize("exercise, answer, phrase", [
-    (ex, fn, phrase) for ex, items in ANSWERS["01"].WRONG.items() for fn, phrase in items
-], ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) and len(v) < 30 else "phrase"))
-def test_known_mistakes_fail_with_their_hint(exercise, answer, phrase):
-    checks = {
-        "expected_tokens_edges": [a01.check_expected_tokens_edges],
-    }.get(exercise) or CHECKERS_01[exercise]
+@pytest.mark.parametrize("nb, exercise, answer, phrase", [
+    (nb, ex, fn, phrase) for nb, mod in ANSWERS.items() for ex, items in mod.WRONG.items() for fn, phrase in items
+], ids=_name)
+def test_known_mistakes_fail_with_their_hint(nb, exercise, answer, phrase):
     messages = []
-    for check in checks:
+    for check in CHECKERS[nb][exercise]:
         try:
             check(answer)
         except CheckFailure as failure:

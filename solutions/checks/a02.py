@@ -1,0 +1,208 @@
+"""Hidden-test checkers for 02_cost_and_speedup: round_cost, speedup, loses, break_even_alpha,
+optimal_K. Values only (no randomness): compared with the reference with tolerances, on grids
+that stay clear of exact break-even points where floating-point rounding could flip a verdict.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solutions.checks._common import as_float_array, call, close, diagnose, fail
+from solutions.reference import a02_cost_and_speedup as ref
+
+ALPHAS = (0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.999999, 1.0)
+KS = (0, 1, 2, 3, 4, 5, 8, 12, 16)
+CS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.35, 0.6, 0.9, 1.5)
+
+HINT_INVERTED_C = ("c is draft time / target time (small c = cheap draft); the code reads it as "
+                   "target/draft, dividing by c where it should multiply.")
+HINT_NO_DRAFT_COST = ("the draft passes are not free: a round costs one target pass plus K draft "
+                      "passes, 1 + K*c target-pass units.")
+HINT_NO_DISCOUNT = ("K (or K+1) tokens per round assumes every draft is accepted; use the expected "
+                    "tokens per round, (1 - alpha**(K+1)) / (1 - alpha).")
+HINT_EXPONENT_K = ("exponent K instead of K+1 in the expected tokens: the round also emits the "
+                   "target's correction or bonus token.")
+
+
+def _tokens(a, K):
+    a = np.asarray(a, dtype=float)
+    with np.errstate(all="ignore"):
+        return np.where(a == 1.0, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
+
+
+def _scalar(fn, label, *args):
+    __tracebackhide__ = True
+    value = as_float_array(call(fn, *args), label)
+    if value.size != 1:
+        fail(f"{label} must return one number for scalar inputs, not an array of shape {value.shape}.")
+    return float(value.reshape(-1)[0])
+
+
+# ---------------------------------------------------------------- round_cost
+
+def check_round_cost(round_cost) -> None:
+    """Scalars and broadcasting arrays."""
+    __tracebackhide__ = True
+    grid = [(K, c) for K in KS for c in CS if c > 0]
+    got = [_scalar(round_cost, f"round_cost({K}, {c:g})", K, c) for K, c in grid]
+    want = [ref.round_cost(K, c) for K, c in grid]
+    if not close(got, want):
+        hint = diagnose(got, {
+            "the round also pays for one target pass that checks the drafts: cost = 1 + K*c, not K*c.":
+                lambda K, c: K * c,
+            HINT_INVERTED_C: lambda K, c: 1 + K / c,
+            "each of the K draft tokens needs its own draft pass: cost = 1 + K*c, not 1 + c.":
+                lambda K, c: 1 + c,
+            "the target verifies all K drafts in ONE pass (it scores K+1 positions at once): cost = "
+            "1 + K*c, not K + K*c.": lambda K, c: K + K * c,
+        }, grid)
+        fail(f"round_cost: {hint}" if hint else
+             "round_cost(K, c) should be one target pass plus K draft passes, in target-pass units.")
+    Ks = np.arange(0, 9)[:, None]
+    cs = np.array([0.0, 0.05, 0.3, 1.0])[None, :]
+    got = as_float_array(call(round_cost, Ks, cs), "round_cost(<array>, <array>)")
+    if got.shape != (9, 4) or not close(got, ref.round_cost(Ks, cs)):
+        fail("round_cost(K_array, c_array) must broadcast like numpy (shape (9, 1) with (1, 4) gives (9, 4)).")
+
+
+# ---------------------------------------------------------------- speedup
+
+def check_speedup(speedup) -> None:
+    """Values on a grid of (alpha, K, c), scalar inputs."""
+    __tracebackhide__ = True
+    grid = [(a, K, c) for a in ALPHAS for K in KS for c in CS if c > 0]
+    got = [_scalar(speedup, f"speedup({a:g}, {K}, {c:g})", a, K, c) for a, K, c in grid]
+    want = [ref.speedup(a, K, c) for a, K, c in grid]
+    bad = [i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=1e-7, atol=1e-10)]
+    if not bad:
+        return
+    hint = diagnose(got, {
+        HINT_NO_DRAFT_COST: lambda a, K, c: _tokens(a, K),
+        HINT_INVERTED_C: lambda a, K, c: _tokens(a, K) / (1 + K / c),
+        HINT_NO_DISCOUNT: lambda a, K, c: K / (1 + K * c),
+        HINT_NO_DISCOUNT + " ": lambda a, K, c: (K + 1) / (1 + K * c),
+        HINT_EXPONENT_K: lambda a, K, c: _tokens(a, K - 1) / (1 + K * c),
+        "the round cost is 1 + K*c, one target pass plus K draft passes.":
+            lambda a, K, c: _tokens(a, K) / (K * c),
+    }, grid, rtol=1e-6)
+    if hint:
+        fail(f"speedup: {hint}")
+    a, K, c = grid[bad[0]]
+    fail(f"speedup({a:g}, {K}, {c:g}) is wrong: it should be the expected tokens per round divided "
+         "by the round cost 1 + K*c (check alpha = 1 and K = 0).")
+
+
+def check_speedup_arrays(speedup) -> None:
+    """Broadcasting over alpha, K and c together (what the plots and the explorer do)."""
+    __tracebackhide__ = True
+    alpha = np.array([0.0, 0.3, 0.6, 0.8, 0.9, 1.0])[:, None, None]
+    K = np.arange(0, 17)[None, :, None]
+    c = np.array([0.0, 0.02, 0.1, 0.5])[None, None, :]
+    got = as_float_array(call(speedup, alpha, K, c), "speedup(<alpha array>, <K array>, <c array>)")
+    want = ref.speedup(alpha, K, c)
+    if got.shape != want.shape:
+        fail(f"speedup must broadcast alpha, K and c like numpy: shapes (6,1,1), (1,17,1), (1,1,4) "
+             f"give {want.shape}, not {got.shape}.")
+    if not close(got, want, rtol=1e-7, atol=1e-10):
+        fail("speedup with array inputs disagrees with its scalar values (check alpha = 1 and K = 0 "
+             "inside arrays: use np.where, not if-statements).")
+
+
+# ---------------------------------------------------------------- loses
+
+def _clear_of_break_even(a, K, c, margin=1e-6):
+    return abs(ref.speedup(a, K, c) - 1.0) > margin or K == 0
+
+
+def check_loses(loses) -> None:
+    """Scalars on a grid (K = 0 included: plain decoding never loses) and a broadcast array."""
+    __tracebackhide__ = True
+    grid = [(a, K, c) for a in ALPHAS for K in KS for c in CS if _clear_of_break_even(a, K, c)]
+    got = [bool(np.asarray(call(loses, a, K, c))) for a, K, c in grid]
+    want = [bool(ref.loses(a, K, c)) for a, K, c in grid]
+    wrong = [(x, g) for x, g, w in zip(grid, got, want) if g != w]
+    if wrong:
+        if all(g == (a <= c) for (a, K, c), g in zip(grid, got)):
+            a, K, c = next((x for x, _ in wrong if x[1] > 1), wrong[0][0])
+            fail("alpha > c only guarantees that K = 1 wins; for larger K speculation loses when the "
+                 f"MEAN of alpha, alpha**2, ..., alpha**K is below c (e.g. alpha={a:g}, K={K}, c={c:g}).")
+        if all(K == 0 for (a, K, c), _ in wrong):
+            fail("K = 0 is plain decoding with speedup exactly 1, which is not a loss: "
+                 "loses means speedup < 1, strictly.")
+        a, K, c = wrong[0][0]
+        fail(f"loses({a:g}, {K}, {c:g}) is wrong: speculation loses exactly when speedup < 1.")
+    alpha = np.array([0.2, 0.5, 0.8, 0.95])[:, None]
+    c = np.array([0.05, 0.3, 0.7])[None, :]
+    got = np.asarray(call(loses, alpha, 4, c))
+    want = ref.loses(alpha, 4, c)
+    if got.shape != want.shape or got.dtype != bool or not np.array_equal(got, want):
+        fail("loses(alpha_array, K, c_array) must return a bool array that broadcasts like numpy.")
+
+
+# ---------------------------------------------------------------- break_even_alpha
+
+def check_break_even_alpha(break_even_alpha) -> None:
+    """The root of speedup(alpha) = 1 for K >= 1 and 0 <= c < 1; nan for c >= 1."""
+    __tracebackhide__ = True
+    for K in (1, 2, 3, 5, 8, 16):
+        for c in (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.95):
+            label = f"break_even_alpha({K}, {c:g})"
+            got = _scalar(break_even_alpha, label, K, c)
+            want = ref.break_even_alpha(K, c)
+            if math.isnan(got):
+                fail(f"{label} returned nan, but with c < 1 a high enough alpha always wins "
+                     "(at alpha = 1 the speedup is (K+1)/(1+K*c) > 1); if your cost divides by c, "
+                     "you read c as target/draft, but c is draft time / target time.")
+            if abs(got - want) <= 1e-7:
+                continue
+            if got == 0.0 and c > 0:
+                fail(f"{label} returned 0: {HINT_NO_DRAFT_COST}")
+            if K > 1 and abs(got - c) < 1e-9:
+                fail(f"{label} returned c: alpha = c is the break-even only for K = 1; for larger K "
+                     "solve mean(alpha, alpha**2, ..., alpha**K) = c.")
+            fail(f"{label} is not where speedup(alpha, K, c) crosses 1 (solve it by bisection on "
+                 "[0, 1]: speedup increases with alpha).")
+    for K, c in ((1, 1.0), (3, 1.0), (4, 1.7)):
+        got = _scalar(break_even_alpha, f"break_even_alpha({K}, {c:g})", K, c)
+        if not math.isnan(got):
+            fail(f"break_even_alpha({K}, {c:g}) must be nan: with c >= 1 no alpha in [0, 1] wins.")
+
+
+# ---------------------------------------------------------------- optimal_K
+
+def _unambiguous(a, c, K_max):
+    s = np.sort(ref.speedup(a, np.arange(K_max + 1), c))
+    return s[-1] - s[-2] > 1e-9 or (a == 0.0 and c == 0.0)
+
+
+def check_optimal_K(optimal_K) -> None:
+    """argmax over K = 0..K_max, smallest on ties, 0 meaning 'do not speculate'."""
+    __tracebackhide__ = True
+    grid = [(a, c, K_max) for a in (0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+            for c in (0.0, 0.01, 0.05, 0.1, 0.2, 0.4, 0.6, 1.2) for K_max in (16, 8, 3)
+            if _unambiguous(a, c, K_max)]
+    for a, c, K_max in grid:
+        label = f"optimal_K({a:g}, {c:g}, K_max={K_max})"
+        got = call(optimal_K, a, c, K_max=K_max)
+        try:
+            got_int = int(got)
+        except (TypeError, ValueError):
+            fail(f"{label} returned {type(got).__name__}; it must return one int in 0..K_max.")
+        if got_int != got:
+            fail(f"{label} returned {got!r}, which is not an int.")
+        want = ref.optimal_K(a, c, K_max)
+        if got_int == want:
+            continue
+        if want == 0 and got_int >= 1:
+            fail(f"{label}: when no K wins (here alpha <= c, or a=0 and c=0 where every K ties at 1) "
+                 "the answer is K = 0, do not speculate; include K = 0 in the search and keep the "
+                 "smallest K on ties.")
+        if not 0 <= got_int <= K_max:
+            fail(f"{label} returned {got_int}, outside 0..K_max.")
+        if got_int == K_max and c > 0:
+            fail(f"{label} always drafts the most it can: {HINT_NO_DRAFT_COST}")
+        fail(f"{label} is not the K in 0..K_max that maximises speedup(alpha, K, c).")
+    got = int(call(optimal_K, 0.8, 0.05))
+    if got != ref.optimal_K(0.8, 0.05):
+        fail("optimal_K(alpha, c) must default to K_max = 16.")

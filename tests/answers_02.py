@@ -1,0 +1,145 @@
+"""Learner answers for 02_cost_and_speedup: CORRECT ones written differently from the
+reference, and WRONG ones with a phrase their hint must contain. Each function is
+self-contained (it may be pasted alone into a notebook cell)."""
+import numpy as np
+
+# ---------------------------------------------------------------- correct
+
+
+def round_cost_np(K, c):
+    return np.add(1, np.multiply(K, c))
+
+
+def speedup_closed_form(alpha, K, c):
+    a = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tokens = np.where(a == 1, np.asarray(K) + 1.0, (1 - a ** (np.asarray(K) + 1)) / (1 - a))
+    out = tokens / (1 + np.asarray(K) * np.asarray(c))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def speedup_power_sum(alpha, K, c):
+    a, K, c = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(K), np.asarray(c, float))
+    k = np.arange(int(K.max()) + 1)
+    tokens = np.sum(np.where(k <= K[..., None], a[..., None] ** k, 0.0), axis=-1)
+    out = tokens / (1 + K * c)
+    return out[()] if out.ndim == 0 else out
+
+
+def loses_mean_of_powers(alpha, K, c):
+    """The criterion of the notebook: mean(alpha..alpha**K) < c (K = 0 never loses)."""
+    a, K, c = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(K), np.asarray(c, float))
+    out = np.zeros(a.shape, dtype=bool)
+    for idx in np.ndindex(a.shape):
+        if K[idx] > 0:
+            powers = a[idx] ** np.arange(1, K[idx] + 1)
+            out[idx] = powers.mean() < c[idx]
+    return bool(out) if out.ndim == 0 else out
+
+
+def break_even_roots(K, c):
+    """Solve sum_{k=1}^K alpha^k = K c with numpy's polynomial roots."""
+    if c >= 1:
+        return float("nan")
+    coeffs = [1.0] * K + [-K * c]  # alpha^K + ... + alpha - K c, highest power first
+    roots = np.roots(coeffs)
+    real = [r.real for r in roots if abs(r.imag) < 1e-9 and -1e-12 <= r.real <= 1 + 1e-12]
+    return float(min(max(real[0], 0.0), 1.0))
+
+
+def optimal_K_loop(alpha, c, K_max=16):
+    best_K, best_S = 0, 1.0
+    for K in range(1, K_max + 1):
+        tokens = sum(alpha ** k for k in range(K + 1))
+        S = tokens / (1 + K * c)
+        if S > best_S + 1e-15:
+            best_K, best_S = K, S
+    return best_K
+
+
+CORRECT = {
+    "round_cost": [round_cost_np],
+    "speedup": [speedup_closed_form, speedup_power_sum],
+    "loses": [loses_mean_of_powers],
+    "break_even_alpha": [break_even_roots],
+    "optimal_K": [optimal_K_loop],
+}
+
+# ---------------------------------------------------------------- wrong
+
+
+def round_cost_no_target(K, c):
+    return np.multiply(K, c)
+
+
+def round_cost_inverted(K, c):
+    with np.errstate(divide="ignore"):
+        return 1 + np.divide(K, c)
+
+
+def _tokens(a, K):
+    a = np.asarray(a, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(a == 1, np.asarray(K) + 1.0, (1 - a ** (np.asarray(K) + 1)) / (1 - a))
+
+
+def speedup_no_draft_cost(alpha, K, c):
+    return _tokens(alpha, K) * np.ones_like(np.asarray(c, dtype=float))
+
+
+def speedup_inverted_c(alpha, K, c):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _tokens(alpha, K) / (1 + np.asarray(K) / np.asarray(c, dtype=float))
+
+
+def speedup_K_times(alpha, K, c):
+    return np.asarray(K, dtype=float) / (1 + np.asarray(K) * np.asarray(c)) + 0 * np.asarray(alpha)
+
+
+def speedup_exponent_K(alpha, K, c):
+    return _tokens(alpha, np.asarray(K) - 1) / (1 + np.asarray(K) * np.asarray(c))
+
+
+def loses_le(alpha, K, c):
+    return speedup_closed_form(alpha, K, c) <= 1
+
+
+def loses_alpha_below_c(alpha, K, c):
+    return np.asarray(alpha) <= np.asarray(c)
+
+
+def break_even_is_c(K, c):
+    return float("nan") if c >= 1 else float(c)
+
+
+def break_even_inverted(K, c):
+    """Bisection with the cost read as 1 + K/c."""
+    def S(a):
+        return float(_tokens(a, K)) / (1 + K / c) if c > 0 else 0.0
+    if S(1.0) <= 1:
+        return float("nan")
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if S(mid) < 1 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def optimal_K_never_zero(alpha, c, K_max=16):
+    S = [speedup_closed_form(alpha, K, c) for K in range(1, K_max + 1)]
+    return int(np.argmax(S)) + 1
+
+
+def optimal_K_free_draft(alpha, c, K_max=16):
+    S = [float(_tokens(alpha, K)) for K in range(K_max + 1)]
+    return int(np.argmax(S))
+
+
+WRONG = {
+    "round_cost": [(round_cost_no_target, "one target pass"), (round_cost_inverted, "target/draft")],
+    "speedup": [(speedup_no_draft_cost, "not free"), (speedup_inverted_c, "target/draft"),
+                (speedup_K_times, "every draft is accepted"), (speedup_exponent_K, "exponent K")],
+    "loses": [(loses_le, "not a loss"), (loses_alpha_below_c, "MEAN")],
+    "break_even_alpha": [(break_even_is_c, "only for K = 1"), (break_even_inverted, "target/draft")],
+    "optimal_K": [(optimal_K_never_zero, "do not speculate"), (optimal_K_free_draft, "not free")],
+}
