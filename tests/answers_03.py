@@ -1,6 +1,6 @@
 """Learner answers for 03_rejection_sampling: CORRECT ones written differently from the
-reference, and WRONG ones with a phrase their hint must contain. Each function is
-self-contained (it may be pasted alone into a notebook cell)."""
+reference, and WRONG ones with a phrase their hint must contain. A function may call helpers
+of this module: tests/notebooks.py pastes them into the notebook cell along with it."""
 import numpy as np
 
 # ---------------------------------------------------------------- correct

@@ -1,6 +1,11 @@
-"""One nbgrader run shared by the end-to-end tests: a scratch copy of the course root, the
-assignment generated with stock nbgrader, a class of fake learners submitted, autograded,
-feedback generated and grades exported. Several learners per assignment, graded in one run."""
+"""One nbgrader run per assignment, shared by the end-to-end tests: a scratch copy of the course
+root, the assignment generated with stock nbgrader, a class of fake learners submitted,
+autograded, feedback generated and grades exported.
+
+A learner is {grade_id of a solution cell: function}; None means the source notebook itself,
+{} the untouched release. Wrong learners fill their other cells with correct answers written
+differently, so each wrong answer is graded on its own.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,42 +14,76 @@ import pytest
 
 from coursekit.nbg import ScratchCourse
 from tests import answers_01 as a01
+from tests import answers_02 as a02
+from tests import answers_03 as a03
 from tests.notebooks import fill
 
-A01 = "01_acceptance_chain"
+A01, A02, A03 = "01_acceptance_chain", "02_cost_and_speedup", "03_rejection_sampling"
 
-# student -> {grade_id of a solution cell -> function}; None means "the source notebook itself".
-CLASS_01 = {
-    "reference": None,
-    "blank": {},
-    "alternate": {"accepted_pmf": a01.pmf_survival, "expected_tokens": a01.expected_closed_form,
-                  "simulate_tokens": a01.simulate_geometric},
-    "loops": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_loop,
-              "simulate_tokens": a01.simulate_loop},
-    "noisy": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_noisy,
-              "simulate_tokens": a01.simulate_argmin},
-    "wrong_exponent": {"accepted_pmf": a01.pmf_untruncated, "expected_tokens": a01.expected_exponent_K,
-                       "simulate_tokens": a01.simulate_accepted_count},
-    "wrong_k_alpha": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_K_alpha,
-                      "simulate_tokens": a01.simulate_untruncated},
-    "wrong_accepted_only": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_accepted_only,
-                            "simulate_tokens": a01.simulate_loop},
+OK02 = {"round_cost": a02.round_cost_np, "speedup": a02.speedup_power_sum, "loses": a02.loses_mean_of_powers,
+        "break_even_alpha": a02.break_even_roots, "optimal_K": a02.optimal_K_loop}
+OK03 = {"acceptance_rate": a03.acceptance_rate_tv, "residual_distribution": a03.residual_loop,
+        "speculative_sample": a03.sample_cdf, "verify_round": a03.verify_vectorised}
+
+CLASSES = {
+    A01: {
+        "reference": None,
+        "blank": {},
+        "alternate": {"accepted_pmf": a01.pmf_survival, "expected_tokens": a01.expected_closed_form,
+                      "simulate_tokens": a01.simulate_geometric},
+        "loops": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_loop,
+                  "simulate_tokens": a01.simulate_loop},
+        "noisy": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_noisy,
+                  "simulate_tokens": a01.simulate_argmin},
+        "wrong_exponent": {"accepted_pmf": a01.pmf_untruncated, "expected_tokens": a01.expected_exponent_K,
+                           "simulate_tokens": a01.simulate_accepted_count},
+        "wrong_k_alpha": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_K_alpha,
+                          "simulate_tokens": a01.simulate_untruncated},
+        "wrong_accepted_only": {"accepted_pmf": a01.pmf_loop, "expected_tokens": a01.expected_accepted_only,
+                                "simulate_tokens": a01.simulate_loop},
+    },
+    A02: {
+        "reference": None,
+        "blank": {},
+        "alternate": OK02,
+        "closed_form": {**OK02, "speedup": a02.speedup_closed_form},
+        "wrong_c": {**OK02, "round_cost": a02.round_cost_inverted, "speedup": a02.speedup_inverted_c,
+                    "break_even_alpha": a02.break_even_inverted, "optimal_K": a02.optimal_K_never_zero},
+        "wrong_cost": {**OK02, "round_cost": a02.round_cost_no_target, "speedup": a02.speedup_no_draft_cost,
+                       "loses": a02.loses_alpha_below_c, "break_even_alpha": a02.break_even_is_c,
+                       "optimal_K": a02.optimal_K_free_draft},
+        "wrong_k_times": {**OK02, "speedup": a02.speedup_K_times, "loses": a02.loses_le},
+    },
+    A03: {
+        "reference": None,
+        "blank": {},
+        "alternate": OK03,
+        "wrong_a": {"acceptance_rate": a03.acceptance_rate_l1, "residual_distribution": a03.residual_unnormalised,
+                    "speculative_sample": a03.sample_from_p, "verify_round": a03.verify_no_bonus},
+        "wrong_b": {"acceptance_rate": a03.acceptance_rate_max, "residual_distribution": a03.residual_nan,
+                    "speculative_sample": a03.sample_always_accept, "verify_round": a03.verify_always_accept},
+        "wrong_c": {**OK03, "residual_distribution": a03.residual_q_minus_p,
+                    "speculative_sample": a03.sample_q_minus_p, "verify_round": a03.verify_resample_p},
+    },
 }
 
 
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
+    """{assignment: {course, root, run, feedback, export, results}}, graded once per test session."""
     root = tmp_path_factory.mktemp("course-root")
     course = ScratchCourse(root)
-    release = course.generate(A01)
-    release_nb = release / f"{A01}.ipynb"
-    for student, answers in CLASS_01.items():
-        if answers is None:
-            course.submit(student, A01, root / "source" / A01 / f"{A01}.ipynb")
-        else:
-            course.submit(student, A01, fill(release_nb, answers, root / "tmp" / student / f"{A01}.ipynb"))
-    run = course.autograde(A01)
-    feedback = course.nbgrader("generate_feedback", A01, "--force", check=False)
+    out = {}
+    for assignment, learners in CLASSES.items():
+        release_nb = course.generate(assignment) / f"{assignment}.ipynb"
+        for student, answers in learners.items():
+            if answers is None:
+                course.submit(student, assignment, root / "source" / assignment / f"{assignment}.ipynb")
+            else:
+                course.submit(student, assignment, fill(release_nb, answers, root / "tmp" / assignment / student / release_nb.name))
+        run = course.autograde(assignment)
+        feedback = course.nbgrader("generate_feedback", assignment, "--force", check=False)
+        out[assignment] = dict(run=run, feedback=feedback,
+                               results={r.student: r for r in course.results(assignment, list(learners))})
     export = course.nbgrader("export", check=False)
-    results = {r.student: r for r in course.results(A01, list(CLASS_01))}
-    return dict(course=course, root=Path(root), run=run, feedback=feedback, export=export, results=results)
+    return dict(course=course, root=Path(root), export=export, by_assignment=out)

@@ -1,0 +1,66 @@
+"""The helper package the notebooks import: the explorer reacts to its sliders, the plots draw
+with the reference functions, and the formulas reproduce the published numbers."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from solutions.reference import a01_acceptance_chain as ref01  # noqa: E402
+from solutions.reference import a02_cost_and_speedup as ref02  # noqa: E402
+from solutions.reference import a03_rejection_sampling as ref03  # noqa: E402
+from specdec import plots  # noqa: E402
+from specdec.widgets import speedup_explorer  # noqa: E402
+
+
+def test_explorer_readout_follows_the_sliders():
+    ex = speedup_explorer(ref02.speedup, ref02.optimal_K, alpha=0.8, c=0.1, K=4)
+    assert "2.40x" in ex.readout.value and "best K = 6: 2.47x" in ex.readout.value
+    ex.alpha.value, ex.c.value = 0.3, 0.35
+    assert "loses" in ex.readout.value and "do not speculate" in ex.readout.value
+    assert "every K loses" in ex.readout.value
+    ex.alpha.value, ex.c.value, ex.K.value = 0.5, 0.3, 1
+    assert "1.15x" in ex.readout.value and "wins" in ex.readout.value
+    ex.K.value = 4
+    assert "0.88x" in ex.readout.value and "K = 1 already wins" in ex.readout.value
+
+
+def test_explorer_marks_the_optimum_and_shades_the_losing_region():
+    ex = speedup_explorer(ref02.speedup, ref02.optimal_K, alpha=0.8, c=0.1, K=4)
+    s = ex.summary()
+    assert s["best_K"] == 6 and s["S"].shape == (17,) and np.isclose(s["ceiling"], 5.0)
+
+
+def test_plots_draw_with_the_reference():
+    plots.monte_carlo_check(ref01.accepted_pmf, ref01.expected_tokens, ref01.simulate_tokens, rounds=2000)
+    plots.break_even_frontier(ref02.break_even_alpha)
+    plots.optimal_K_map(ref02.optimal_K, n=10)
+    plots.best_speedup_heatmap(ref02.speedup, n=50)
+    plots.rejection_sampling_check(ref03.speculative_sample, ref03.acceptance_rate, n=500, pairs=3, n_per_pair=100)
+
+
+@pytest.mark.parametrize("alpha, K, c, printed", [
+    # Leviathan et al. 2023, Table 1 (c = 0), printed to 2 decimals
+    (0.6, 2, 0.0, 1.96), (0.7, 3, 0.0, 2.53), (0.8, 2, 0.0, 2.44), (0.8, 5, 0.0, 3.69),
+    (0.9, 2, 0.0, 2.71), (0.9, 10, 0.0, 6.86),
+    # Table 4, predicted column (T5-XXL target, greedy EnDe, K = 7), printed to 1 decimal
+    (0.75, 7, 0.02, 3.2), (0.82, 7, 0.11, 2.5),
+])
+def test_speedup_reproduces_published_predictions(alpha, K, c, printed):
+    decimals = len(str(printed).split(".")[1])
+    assert round(ref02.speedup(alpha, K, c), decimals) == pytest.approx(printed)
+
+
+def test_corollaries_hold_on_a_grid():
+    """alpha <= c loses for every K >= 1; alpha > c wins at K = 1 with S = (1+alpha)/(1+c);
+    the speedup never exceeds 1/(1 - alpha)."""
+    alphas = np.linspace(0, 0.99, 100)[:, None, None]
+    cs = np.linspace(0, 1, 101)[None, :, None]
+    Ks = np.arange(1, 17)[None, None, :]
+    S = ref02.speedup(alphas, Ks, cs)
+    le = (alphas <= cs)[..., 0]
+    assert (S[le] <= 1 + 1e-12).all()
+    S1 = S[..., 0]
+    assert np.allclose(S1, (1 + alphas[..., 0]) / (1 + cs[..., 0]))
+    assert (S <= 1 / (1 - alphas) + 1e-9).all()
