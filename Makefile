@@ -10,7 +10,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 # Jupyter refuses to run as root unless told (containers, CI machines).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test check release sync strip venv clean bench-formulas
+.PHONY: help lab test check release sync strip venv clean bench-formulas train
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ check: $(STAMP) ## grade your workspace with the hidden tests: points per exerci
 
 bench-formulas: $(STAMP) ## time the vectorised formulas behind the explorer (1000 x 1000 grid)
 	$(BIN)/python benchmarks/formula_speed.py
+
+train: $(STAMP) ## retrain the shipped target/draft pair (seeded; minutes on a GPU, many hours on a CPU)
+	$(BIN)/python -m specdec.train
 
 release: $(STAMP) ## regenerate course/ from source/ with nbgrader generate_assignment
 	@for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done

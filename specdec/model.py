@@ -1,0 +1,137 @@
+"""A tiny byte-level decoder-only transformer: the target and draft models of notebooks 04-05.
+
+What it offers:
+- `model(ids) -> logits`: ids a LongTensor (1, T), logits (1, T, 256); row t is the
+  distribution of token t+1. This is the only call learners need.
+- `model.new_cache()` and `model.extend(ids, cache) -> logits` for the new positions: an
+  incremental key/value cache, and `cache.rollback(length)` to drop rejected drafts. The fast
+  reference and the benchmark use it; tests check it gives the plain call's logits.
+
+What it leaves out: dropout, batching beyond 1 in the cache, weight tying tricks, rotary
+embeddings. Bytes are tokens (vocabulary 256), so no tokenizer is needed.
+CPU by default; the same code runs on CUDA (`model.to("cuda")`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+WEIGHTS = Path(__file__).resolve().parent / "weights"
+
+
+@dataclass(frozen=True)
+class Config:
+    d_model: int = 256
+    n_layers: int = 4
+    n_heads: int = 4
+    max_len: int = 1024
+    vocab: int = 256
+
+
+class KVCache:
+    """Per-layer keys and values for one sequence, preallocated to max_len; `length` positions are valid."""
+
+    def __init__(self, config: Config, device, dtype):
+        shape = (config.n_layers, 2, config.n_heads, config.max_len, config.d_model // config.n_heads)
+        self.kv = torch.zeros(shape, device=device, dtype=dtype)
+        self.length = 0
+
+    def rollback(self, length: int) -> None:
+        """Forget every position from `length` on (rejected drafts); the stale entries are overwritten later."""
+        assert 0 <= length <= self.length, (length, self.length)
+        self.length = length
+
+
+class Block(nn.Module):
+    def __init__(self, c: Config):
+        super().__init__()
+        self.n_heads = c.n_heads
+        self.ln1 = nn.LayerNorm(c.d_model)
+        self.qkv = nn.Linear(c.d_model, 3 * c.d_model)
+        self.proj = nn.Linear(c.d_model, c.d_model)
+        self.ln2 = nn.LayerNorm(c.d_model)
+        self.mlp = nn.Sequential(nn.Linear(c.d_model, 4 * c.d_model), nn.GELU(), nn.Linear(4 * c.d_model, c.d_model))
+
+    def forward(self, x, layer_cache=None, start=0):
+        B, T, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        if layer_cache is None:
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            layer_cache[0, :, start:start + T] = k[0]
+            layer_cache[1, :, start:start + T] = v[0]
+            keys = layer_cache[0, :, :start + T].unsqueeze(0)
+            values = layer_cache[1, :, :start + T].unsqueeze(0)
+            # new position i (absolute start + i) sees every cached position and new ones up to itself
+            mask = torch.ones(T, start + T, dtype=torch.bool, device=x.device).tril(diagonal=start)
+            att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+        x = x + self.proj(att.transpose(1, 2).reshape(B, T, D))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.config = config
+        self.tok = nn.Embedding(config.vocab, config.d_model)
+        self.pos = nn.Embedding(config.max_len, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+
+    @property
+    def device(self):
+        return self.head.weight.device
+
+    def _run(self, ids, cache=None):
+        start = cache.length if cache is not None else 0
+        T = ids.shape[1]
+        assert start + T <= self.config.max_len, "sequence longer than the model's max_len"
+        positions = torch.arange(start, start + T, device=ids.device)
+        x = self.tok(ids) + self.pos(positions)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache.kv[i], start)
+        if cache is not None:
+            cache.length = start + T
+        return self.head(self.ln_f(x))
+
+    def forward(self, ids: torch.LongTensor) -> torch.Tensor:
+        """ids (1, T) -> logits (1, T, 256); row t is the distribution of token t+1."""
+        return self._run(ids)
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config, self.device, self.head.weight.dtype)
+
+    def extend(self, ids: torch.LongTensor, cache: KVCache) -> torch.Tensor:
+        """Append ids (1, t) after the cache's `length` positions; logits (1, t, 256) of the new positions."""
+        return self._run(ids, cache)
+
+
+def load(name: str, device: str | torch.device | None = None) -> TinyGPT:
+    """Load shipped weights: name is 'target' or 'draft'. Device: CUDA when present, else CPU."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    config = Config(**json.loads((WEIGHTS / f"{name}.json").read_text())["config"])
+    model = TinyGPT(config)
+    state = torch.load(WEIGHTS / f"{name}.pt", map_location="cpu", weights_only=True)
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+    return model.to(device).eval()
+
+
+def save(model: TinyGPT, name: str, card: dict) -> None:
+    WEIGHTS.mkdir(exist_ok=True)
+    state = {k: v.half() for k, v in model.state_dict().items()}  # fp16 on disk: half the bytes
+    torch.save(state, WEIGHTS / f"{name}.pt")
+    (WEIGHTS / f"{name}.json").write_text(json.dumps({"config": asdict(model.config), **card}, indent=1) + "\n")
+
+
+def encode(text: str) -> torch.LongTensor:
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+
+
+def decode(ids) -> str:
+    return bytes(int(i) for i in ids).decode("utf-8", errors="replace")

@@ -1,0 +1,57 @@
+"""The shipped model pair: loads on CPU, the key/value cache gives the plain call's logits
+across appends and rollbacks, and the weights stay within the size budget."""
+import pytest
+import torch
+
+from specdec.model import WEIGHTS, decode, encode, load
+
+PROMPT = "def read_config(path):\n    with open(path) as f:\n        "
+
+
+@pytest.fixture(scope="module", params=["target", "draft"])
+def model(request):
+    torch.manual_seed(0)
+    return load(request.param, device="cpu")
+
+
+def test_plain_call_shapes(model):
+    ids = encode(PROMPT)[None]
+    logits = model(ids)
+    assert logits.shape == (1, ids.shape[1], 256) and logits.dtype == torch.float32
+
+
+@torch.no_grad()
+def test_cache_matches_plain_call_across_appends_and_rollbacks(model):
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.cat([encode(PROMPT), torch.randint(32, 127, (120,), generator=gen)])[None]
+    full = model(ids)
+    cache = model.new_cache()
+    pieces = [(0, 40), (40, 41), (41, 50)]        # a prompt, one token, a block of drafts
+    for a, b in pieces:
+        assert torch.allclose(model.extend(ids[:, a:b], cache), full[:, a:b], atol=1e-5, rtol=1e-5)
+    cache.rollback(44)                             # reject the last 6 drafts
+    assert cache.length == 44
+    assert torch.allclose(model.extend(ids[:, 44:60], cache), full[:, 44:60], atol=1e-5, rtol=1e-5)
+    cache.rollback(60)
+    for t in range(60, 70):                        # token by token
+        assert torch.allclose(model.extend(ids[:, t:t + 1], cache), full[:, t:t + 1], atol=1e-5, rtol=1e-5)
+    # A rollback followed by DIFFERENT tokens: the stale entries must be overwritten, not reused.
+    other = ids.clone()
+    other[0, 65:75] = torch.randint(32, 127, (10,), generator=gen)
+    cache.rollback(65)
+    assert torch.allclose(model.extend(other[:, 65:75], cache), model(other)[:, 65:75], atol=1e-5, rtol=1e-5)
+
+
+def test_greedy_sample_is_python_like():
+    target = load("target", device="cpu")
+    ids = encode(PROMPT)[None]
+    with torch.no_grad():
+        for _ in range(30):
+            ids = torch.cat([ids, target(ids)[:, -1:].argmax(-1)], dim=1)
+    text = decode(ids[0, len(PROMPT):].tolist())
+    assert text.isascii() and any(ch.isalpha() for ch in text)
+
+
+def test_weights_fit_the_budget():
+    total = sum(p.stat().st_size for p in WEIGHTS.glob("*.pt"))
+    assert total <= 25 * 1024 * 1024, total
