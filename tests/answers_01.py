@@ -168,3 +168,14 @@ WRONG = {
         (simulate_global_rng, "rng argument"),
     ],
 }
+
+
+def expected_unguarded(alpha, K):
+    """The closed form with plain Python floats: ZeroDivisionError at alpha = 1."""
+    if isinstance(alpha, float):
+        return (1 - alpha ** (K + 1)) / (1 - alpha)
+    a = np.asarray(alpha, dtype=float)
+    return np.where(a == 1, K + 1.0, (1 - a ** (K + 1)) / (1 - np.where(a == 1, 0.5, a)))
+
+
+WRONG["expected_tokens_edges"].append((expected_unguarded, "0/0 at alpha = 1"))

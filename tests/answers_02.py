@@ -143,3 +143,33 @@ WRONG = {
     "break_even_alpha": [(break_even_is_c, "only for K = 1"), (break_even_inverted, "target/draft")],
     "optimal_K": [(optimal_K_never_zero, "do not speculate"), (optimal_K_free_draft, "not free")],
 }
+
+
+def break_even_speedup_tolerance(K, c):
+    """Follows the spec literally: bisect until the SPEEDUP is within 1e-7 of 1 (alpha may be
+    further off than 1e-7 where the curve is steep)."""
+    if c >= 1:
+        return float("nan")
+    lo, hi = 0.0, 1.0
+    while True:
+        mid = (lo + hi) / 2
+        s = sum(mid ** k for k in range(K + 1)) / (1 + K * c)
+        if abs(s - 1) <= 1e-7:
+            return mid
+        lo, hi = (mid, hi) if s < 1 else (lo, mid)
+
+
+def break_even_coarse(K, c):
+    """Only 20 halvings: about 1e-6 off."""
+    if c >= 1:
+        return float("nan")
+    lo, hi = 0.0, 1.0
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        s = sum(mid ** k for k in range(K + 1)) / (1 + K * c)
+        lo, hi = (mid, hi) if s < 1 else (lo, mid)
+    return (lo + hi) / 2
+
+
+CORRECT["break_even_alpha"].append(break_even_speedup_tolerance)
+WRONG["break_even_alpha"].append((break_even_coarse, "not within 1e-7"))

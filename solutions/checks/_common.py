@@ -33,8 +33,10 @@ def fail(message: str) -> None:
     raise CheckFailure(message) from None
 
 
-def call(fn: Callable, *args, name: str | None = None, **kwargs):
-    """Call learner code quietly; turn any exception into a hint that names the call."""
+def call(fn: Callable, *args, name: str | None = None, on_error: dict | None = None, **kwargs):
+    """Call learner code quietly; turn any exception into a hint that names the call.
+
+    `on_error` maps exception types to a more specific hint (e.g. ZeroDivisionError at alpha = 1)."""
     __tracebackhide__ = True
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
     label = f"{name or getattr(fn, '__name__', 'your function')}({shown})"
@@ -45,6 +47,9 @@ def call(fn: Callable, *args, name: str | None = None, **kwargs):
     except NotImplementedError:
         fail("not implemented yet: replace `raise NotImplementedError()` with your code.")
     except Exception as exc:  # noqa: BLE001 - any learner error becomes a hint
+        for kind, hint in (on_error or {}).items():
+            if isinstance(exc, kind):
+                fail(f"{label} raised {type(exc).__name__}: {hint}")
         fail(f"{label} raised {type(exc).__name__}: {exc}")
 
 
@@ -54,7 +59,7 @@ def _short(value) -> str:
     if isinstance(value, np.random.Generator):
         return "rng"
     if isinstance(value, float):
-        return f"{value:g}"
+        return repr(value)
     return repr(value)
 
 

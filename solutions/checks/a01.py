@@ -107,7 +107,11 @@ def check_expected_tokens_edges(expected_tokens) -> None:
         if not close(at_zero, 1.0):
             fail(f"expected_tokens(0.0, {K}) must be exactly 1: with alpha = 0 every round emits only "
                  "the target's own token.")
-        at_one = float(as_float_array(call(expected_tokens, 1.0, K), "expected_tokens").reshape(-1)[0])
+        zero_div = {ZeroDivisionError: "the closed form is 0/0 at alpha = 1; return K+1 there (all drafts "
+                                       "plus the bonus token) or sum the powers alpha**k instead."}
+        at_one = float(as_float_array(call(expected_tokens, 1.0, K, on_error=zero_div), "expected_tokens").reshape(-1)[0])
+        if close(at_one, float(K)):
+            fail(f"expected_tokens(1.0, {K}) returned K: {HINT_BONUS}")
         if not close(at_one, K + 1.0):
             fail(f"expected_tokens(1.0, {K}) must be K+1 = {K + 1} (all drafts accepted plus the bonus "
                  "token); the closed form is 0/0 there, so handle alpha = 1 or sum the powers.")

@@ -1,0 +1,132 @@
+"""`make bench`: plain target decoding against speculative decoding on the shipped pair, measured
+side by side in one run, next to the formula's prediction.
+
+For K = 0..8 and temperatures 0 and 1, on several prompts, 256 new tokens each (medians):
+measured alpha (accepted / tested drafts, where a tested draft is an accepted one or the first
+rejection of a round: drafts after it are never tested), tokens per round, c (draft pass time /
+target pass time), the verification cost of K+1 positions relative to one, the predicted
+speedup (plain formula, and with the measured verification cost) and the measured speedup.
+Writes benchmarks/results-<device>.md and a plot; prints one summary line last.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from solutions.fast_speculative import plain_generate, speculative_generate
+from specdec.model import encode, load
+
+PROMPTS = [
+    "import os\n\n\ndef list_files(root):\n    ",
+    "class Config:\n    def __init__(self, path):\n        self.path = path\n\n    def load(self):\n        ",
+    "def parse_args(argv=None):\n    parser = argparse.ArgumentParser()\n    parser.add_argument(",
+    "    try:\n        value = int(text)\n    except ValueError:\n        ",
+]
+N_NEW, KS, TEMPS = 256, range(0, 9), (0.0, 1.0)
+OUT = Path(__file__).resolve().parent
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn, device):
+    sync(device)
+    t0 = time.perf_counter()
+    result = fn()
+    sync(device)
+    return time.perf_counter() - t0, result
+
+
+@torch.no_grad()
+def pass_time(model, tokens, device, repeats=30):
+    """Median time of one cached forward pass over `tokens` new positions after a 100-token context."""
+    ids = encode(PROMPTS[1] * 3)[None, :100 + tokens].to(device)
+    cache = model.new_cache()
+    model.extend(ids[:, :100], cache)
+    times = []
+    for _ in range(repeats):
+        cache.rollback(100)
+        times.append(timed(lambda: model.extend(ids[:, 100:100 + tokens], cache), device)[0])
+    return statistics.median(times)
+
+
+def expected_tokens(alpha, K):
+    return K + 1.0 if alpha >= 1 else (1 - alpha ** (K + 1)) / (1 - alpha)
+
+
+def main():
+    device = torch.device(sys.argv[1] if len(sys.argv) > 1 else ("cuda" if torch.cuda.is_available() else "cpu"))
+    torch.manual_seed(0)
+    target, draft = load("target", device), load("draft", device)
+    for _ in range(2):  # warm up kernels and allocators
+        speculative_generate(target, draft, encode(PROMPTS[0]), 32, 4, 1.0)
+    t1 = pass_time(target, 1, device)
+    c = pass_time(draft, 1, device) / t1
+    verify = {K: pass_time(target, K + 1, device) / t1 for K in KS}
+    rows = []
+    for T in TEMPS:
+        plain = {}
+        for i, prompt in enumerate(PROMPTS):
+            gen = torch.Generator(device=device).manual_seed(i)
+            plain[i] = timed(lambda: plain_generate(target, encode(prompt), N_NEW, T, gen), device)[0]
+        for K in KS:
+            ratios, acc, tested, emitted, rounds = [], 0, 0, 0, 0
+            for i, prompt in enumerate(PROMPTS):
+                gen = torch.Generator(device=device).manual_seed(100 + i)
+                secs, (tokens, st) = timed(lambda: speculative_generate(target, draft, encode(prompt), N_NEW, K, T, gen), device)
+                ratios.append(plain[i] / secs)
+                acc += st["accepted"]
+                tested += st["accepted"] + st.get("rejected", 0)
+                emitted += len(tokens)
+                rounds += st["rounds"]
+            alpha = acc / tested if tested else float("nan")
+            E = expected_tokens(alpha, K) if K else 1.0
+            rows.append(dict(T=T, K=K, alpha=alpha, tokens_per_round=emitted / rounds, c=c, verify=verify[K],
+                             pred=E / (1 + K * c), pred_v=E / (K * c + verify[K]),
+                             measured=statistics.median(ratios)))
+    lines = [f"device: {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}), "
+             f"torch {torch.__version__}, {N_NEW} new tokens, {len(PROMPTS)} prompts, medians",
+             "", "| T | K | alpha | tokens/round | c | verify(K+1)/1 | predicted | predicted (measured verify) | measured |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['T']:g} | {r['K']} | {r['alpha']:.3f} | {r['tokens_per_round']:.2f} | {r['c']:.3f} | "
+                     f"{r['verify']:.2f} | {r['pred']:.2f}x | {r['pred_v']:.2f}x | {r['measured']:.2f}x |")
+    table = "\n".join(lines)
+    print(table)
+    (OUT / f"results-{device.type}.md").write_text(table + "\n")
+    plot(rows, device)
+    ratios = [r["measured"] / r["pred_v"] for r in rows if r["K"] > 0]
+    best = {T: max((r for r in rows if r["T"] == T), key=lambda r: r["measured"]) for T in TEMPS}
+    print(f"best speedup {best[0.0]['measured']:.2f}x at K={best[0.0]['K']} (T=0), "
+          f"{best[1.0]['measured']:.2f}x at K={best[1.0]['K']} (T=1); "
+          f"measured/predicted in [{min(ratios):.2f}, {max(ratios):.2f}]")
+
+
+def plot(rows, device):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, T in zip(axes, TEMPS):
+        rs = [r for r in rows if r["T"] == T]
+        Ks = [r["K"] for r in rs]
+        ax.axhspan(0, 1, color="tab:red", alpha=0.1, label="loses")
+        ax.plot(Ks, [r["measured"] for r in rs], "o-", label="measured")
+        ax.plot(Ks, [r["pred"] for r in rs], "--", label="formula, verify = 1 pass")
+        ax.plot(Ks, [r["pred_v"] for r in rs], ":", label="formula, measured verify cost")
+        ax.set_xlabel("draft length K")
+        ax.set_title(f"T = {T:g}, {device.type}")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("speedup over plain target decoding")
+    fig.tight_layout()
+    fig.savefig(OUT / f"results-{device.type}.png", dpi=90)
+
+
+if __name__ == "__main__":
+    main()
