@@ -135,3 +135,10 @@ def encode(text: str) -> torch.LongTensor:
 
 def decode(ids) -> str:
     return bytes(int(i) for i in ids).decode("utf-8", errors="replace")
+
+
+def model_device(model) -> torch.device:
+    """The device of a model's weights; CPU for a callable without parameters (e.g. a toy model)."""
+    params = getattr(model, "parameters", None)
+    first = next(iter(params()), None) if callable(params) else None
+    return first.device if first is not None else torch.device("cpu")

@@ -16,9 +16,10 @@ from coursekit.nbg import ScratchCourse
 from tests import answers_01 as a01
 from tests import answers_02 as a02
 from tests import answers_03 as a03
+from tests import answers_04 as a04
 from tests.notebooks import fill
 
-A01, A02, A03 = "01_acceptance_chain", "02_cost_and_speedup", "03_rejection_sampling"
+A01, A02, A03, A04 = "01_acceptance_chain", "02_cost_and_speedup", "03_rejection_sampling", "04_torch_verifier"
 
 OK02 = {"round_cost": a02.round_cost_np, "speedup": a02.speedup_power_sum, "loses": a02.loses_mean_of_powers,
         "break_even_alpha": a02.break_even_roots, "optimal_K": a02.optimal_K_loop}
@@ -64,6 +65,14 @@ CLASSES = {
                     "speculative_sample": a03.sample_always_accept, "verify_round": a03.verify_always_accept},
         "wrong_c": {**OK03, "residual_distribution": a03.residual_q_minus_p,
                     "speculative_sample": a03.sample_q_minus_p, "verify_round": a03.verify_resample_p},
+    },
+    A04: {
+        "reference": None,
+        "blank": {},
+        "alternate": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_list},
+        "wrong_accept_all": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_accept_all},
+        "wrong_resample_p": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_resample_p},
+        "wrong_raw_q": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_raw_q},
     },
 }
 

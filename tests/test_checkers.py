@@ -8,14 +8,15 @@ import importlib
 import numpy as np
 import pytest
 
-from solutions.checks import a01, a02, a03
+from solutions.checks import a01, a02, a03, a04
 from solutions.checks._common import CheckFailure
 from solutions.reference import a01_acceptance_chain as ref01
 from solutions.reference import a02_cost_and_speedup as ref02
 from solutions.reference import a03_rejection_sampling as ref03
+from solutions.reference import a04_torch_verifier as ref04
 
-ANSWERS = {nb: importlib.import_module(f"tests.answers_{nb}") for nb in ("01", "02", "03")}
-REFERENCE = {"01": ref01, "02": ref02, "03": ref03}
+ANSWERS = {nb: importlib.import_module(f"tests.answers_{nb}") for nb in ("01", "02", "03", "04")}
+REFERENCE = {"01": ref01, "02": ref02, "03": ref03, "04": ref04}
 CHECKERS = {
     "01": {
         "accepted_pmf": [a01.check_accepted_pmf],
@@ -35,6 +36,10 @@ CHECKERS = {
         "residual_distribution": [a03.check_residual_distribution],
         "speculative_sample": [a03.check_speculative_sample],
         "verify_round": [a03.check_verify_round],
+    },
+    "04": {
+        "autoregressive_generate": [a04.check_autoregressive_generate],
+        "speculative_generate": [a04.check_speculative_greedy, a04.check_speculative_distribution],
     },
 }
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tests.conftest import A01, A02, A03, CLASSES
+from tests.conftest import A01, A02, A03, A04, CLASSES
 
-MAX_SCORE = {A01: 12, A02: 15, A03: 13}
+MAX_SCORE = {A01: 12, A02: 15, A03: 13, A04: 9}
 CORRECT = [(a, s) for a, learners in CLASSES.items() for s in learners
            if s == "reference" or not s.startswith(("wrong", "blank"))]
 
@@ -73,6 +73,9 @@ def test_release_scores_zero_with_stub_hints(graded, assignment):
     (A03, "wrong_c", "residual_distribution", "q - p"),
     (A03, "wrong_c", "speculative_sample", "q - p"),
     (A03, "wrong_c", "verify_round", "resamples a rejected position from p"),
+    (A04, "wrong_accept_all", "speculative_generate", "accepts every draft"),
+    (A04, "wrong_resample_p", "speculative_generate", "samples from p"),
+    (A04, "wrong_raw_q", "speculative_generate", "RAW logits"),
 ])
 def test_known_mistakes_lose_points_with_hint(graded, assignment, student, exercise, phrase):
     got, total, hints = by_exercise(graded["by_assignment"][assignment]["results"][student])[exercise]
