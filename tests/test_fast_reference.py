@@ -3,6 +3,7 @@ output token for token, for several prompts and K = 1..8, and its stats add up."
 import pytest
 import torch
 
+from solutions.checks.a04 import greedy_reference
 from solutions.fast_speculative import plain_generate, speculative_generate
 from specdec.model import encode, load
 
@@ -14,20 +15,11 @@ def pair():
     return load("target", "cpu"), load("draft", "cpu")
 
 
-@torch.no_grad()
-def greedy_plain_call(model, prompt, n):
-    """Greedy decoding with the plain model(ids) call: no cache involved."""
-    ids = prompt[None]
-    for _ in range(n):
-        ids = torch.cat([ids, model(ids)[:, -1:].argmax(-1)], dim=1)
-    return ids[0, len(prompt):]
-
-
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_speculative_equals_greedy_target(pair, prompt):
     target, draft = pair
     prompt = encode(prompt)
-    expected = greedy_plain_call(target, prompt, 40)
+    expected = greedy_reference(target, prompt, 40)
     assert torch.equal(plain_generate(target, prompt, 40, temperature=0), expected)
     for K in range(1, 9):
         out, stats = speculative_generate(target, draft, prompt, 40, K, temperature=0)

@@ -31,7 +31,8 @@ def _pair():
 
 
 @torch.no_grad()
-def _greedy(model, prompt, n):
+def greedy_reference(model, prompt, n):
+    """Greedy decoding with the plain model(ids) call: no cache involved."""
     ids = prompt[None]
     for _ in range(n):
         ids = torch.cat([ids, model(ids)[:, -1:].argmax(-1)], dim=1)
@@ -71,7 +72,7 @@ def check_autoregressive_generate(autoregressive_generate) -> None:
         ids = encode(prompt)
         got = _tokens(call(autoregressive_generate, target, ids.clone(), N_GREEDY, temperature=0),
                       "autoregressive_generate", N_GREEDY)
-        if got != _greedy(target, ids, N_GREEDY).tolist():
+        if got != greedy_reference(target, ids, N_GREEDY).tolist():
             fail("autoregressive_generate(..., temperature=0) must pick the argmax of the LAST row of "
                  "model(ids) at every step (row t predicts token t+1).")
     toy_target, _ = toy_pair()
@@ -92,7 +93,7 @@ def check_speculative_greedy(speculative_generate) -> None:
     target, draft = _pair()
     for prompt in PROMPTS:
         ids = encode(prompt)
-        want = _greedy(target, ids, N_GREEDY).tolist()
+        want = greedy_reference(target, ids, N_GREEDY).tolist()
         for K in (1, 2, 3, 5, 8):
             label = f"speculative_generate(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
             got, stats = _spec(speculative_generate, target, draft, ids.clone(), N_GREEDY, K, temperature=0,
@@ -103,7 +104,7 @@ def check_speculative_greedy(speculative_generate) -> None:
             if stats["accepted"] == stats["proposed"]:
                 fail(f"{label} accepts every draft token: a draft must be rejected where it differs from "
                      "the target's argmax (min(1, p/q) is 0 there).")
-            if got == _greedy(draft, ids, N_GREEDY).tolist():
+            if got == greedy_reference(draft, ids, N_GREEDY).tolist():
                 fail(f"{label} returns the DRAFT's greedy output: the target must verify the drafts.")
             fail(f"{label} differs from the target's own greedy output; with one-hot p and q, keep drafts "
                  "while they equal the target's argmax, then emit the target's argmax.")
