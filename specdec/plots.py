@@ -57,7 +57,7 @@ def best_speedup_heatmap(speedup, ax=None, K_max=16, n=300):
     """Heat map of the best achievable speedup (K = 0..K_max, K = 0 meaning plain decoding)."""
     alphas, cs, best, _ = best_speedup_grid(speedup, n=n, K_max=K_max)
     ax = ax or plt.subplots(figsize=(5.5, 4.2))[1]
-    mesh = ax.pcolormesh(cs, alphas, best, shading="auto", cmap="viridis", vmin=1.0, vmax=min(8.0, best.max()))
+    mesh = ax.pcolormesh(cs, alphas, best, shading="auto", cmap="viridis", vmin=1.0, vmax=min(5.0, best.max()))
     ax.figure.colorbar(mesh, ax=ax, label=f"best speedup over K = 0..{K_max}")
     ax.contour(cs, alphas, best, levels=[1.5, 2, 3, 4], colors="white", linewidths=0.6)
     ax.plot([0, 0.99], [0, 0.99], "w--", linewidth=1)

@@ -68,7 +68,7 @@ class SpeedupExplorer(widgets.VBox):
             left.legend(fontsize=8)
             alphas, cs, best, _ = self._grid
             mesh = right.pcolormesh(cs, alphas, best, shading="auto", cmap="viridis", vmin=1.0,
-                                    vmax=min(8.0, best.max()))
+                                    vmax=min(5.0, best.max()))
             fig.colorbar(mesh, ax=right, label="best speedup over K")
             right.plot([0, 0.99], [0, 0.99], "w--", linewidth=1)
             right.plot([s["c"]], [s["alpha"]], "r*", markersize=14, markeredgecolor="w")
