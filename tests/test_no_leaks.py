@@ -11,9 +11,9 @@ FORBIDDEN = ["BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN
              "solutions.", "solutions import", "check_"]
 
 
-def solution_lines():
-    """Every non-trivial line written inside a solution or hidden-test region of source/."""
-    lines = set()
+def _split_source_lines():
+    """(lines inside solution/hidden-test regions, lines outside them) over all of source/."""
+    inside_lines, outside_lines = set(), set()
     for path in SOURCE.rglob("*.ipynb"):
         for cell in nbformat.read(path, as_version=4).cells:
             inside = False
@@ -22,9 +22,16 @@ def solution_lines():
                     inside = True
                 elif re.search(r"### END (SOLUTION|HIDDEN TESTS)", line):
                     inside = False
-                elif inside and len(line.strip()) >= 12:
-                    lines.add(line.strip())
-    return lines
+                else:
+                    (inside_lines if inside else outside_lines).add(line.strip())
+    return inside_lines, outside_lines
+
+
+def solution_lines():
+    """Every non-trivial line written inside a solution or hidden-test region of source/, except
+    lines that the notebooks also give away outside those regions (e.g. `with torch.no_grad():`)."""
+    inside_lines, outside_lines = _split_source_lines()
+    return {line for line in inside_lines - outside_lines if len(line) >= 12}
 
 
 def test_there_is_something_to_check():
