@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from solutions.fast_speculative import plain_generate, speculative_generate
+from solutions.reference.a01_acceptance_chain import expected_tokens
 from specdec.model import encode, load
 
 PROMPTS = [
@@ -54,10 +55,6 @@ def pass_time(model, tokens, device, repeats=30):
         cache.rollback(100)
         times.append(timed(lambda: model.extend(ids[:, 100:100 + tokens], cache), device)[0])
     return statistics.median(times)
-
-
-def expected_tokens(alpha, K):
-    return K + 1.0 if alpha >= 1 else (1 - alpha ** (K + 1)) / (1 - alpha)
 
 
 def main():

@@ -8,13 +8,15 @@ checkers import the generated module. `--check` exits 1 when a committed module 
 """
 from __future__ import annotations
 
+import ast
 import sys
 
 import nbformat
 
 from coursekit.paths import REFERENCE, assignments, reference_module_name, source_notebooks
 
-HEADER = '''"""Reference solutions for {assignment}.
+HEADER = '''# ruff: noqa: F401  (the notebook's imports are kept whole)
+"""Reference solutions for {assignment}.
 
 GENERATED from source/{assignment}/ by `make sync` (python -m coursekit.reference).
 Do not edit: edit the solution cells of the source notebook and regenerate.
@@ -23,11 +25,23 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
-def is_reference_cell(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    if cell.cell_type != "code":
-        return False
-    return bool(meta.get("solution")) or str(meta.get("grade_id", "")).startswith("setup")
+def is_solution_cell(cell) -> bool:
+    return cell.cell_type == "code" and bool(cell.metadata.get("nbgrader", {}).get("solution"))
+
+
+def is_setup_cell(cell) -> bool:
+    return cell.cell_type == "code" and str(cell.metadata.get("nbgrader", {}).get("grade_id", "")).startswith("setup")
+
+
+def imports_only(source: str) -> str:
+    """The import statements of a setup cell: importing the reference must not load models or print."""
+    tree = ast.parse(source)
+    return "\n".join(ast.get_source_segment(source, node) for node in tree.body
+                     if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def strip_markers(source: str) -> str:
+    return "\n".join(ln for ln in source.splitlines() if ln.strip() not in MARKERS)
 
 
 def reference_source(assignment: str) -> str:
@@ -35,9 +49,10 @@ def reference_source(assignment: str) -> str:
     for path in source_notebooks(assignment):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            if is_reference_cell(cell):
-                lines = [ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS]
-                chunks.append("\n".join(lines).strip() + "\n")
+            if is_setup_cell(cell):
+                chunks.append(imports_only(cell.source).strip() + "\n")
+            elif is_solution_cell(cell):
+                chunks.append(strip_markers(cell.source).strip() + "\n")
     return "\n\n".join(chunks)
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import nbformat
 
+from coursekit.reference import strip_markers
+
 
 def _names(code) -> set:
     """Global names used by a code object and the comprehensions/lambdas nested in it."""
@@ -59,8 +61,7 @@ def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path) -> Pat
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid in src:
-            cell.source = "\n".join(l for l in src[gid].splitlines() if "### BEGIN SOLUTION" not in l
-                                    and "### END SOLUTION" not in l)
+            cell.source = strip_markers(src[gid])
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, dest)
     return dest

@@ -2,8 +2,6 @@
 must match what is committed; notebooks are committed without outputs."""
 import filecmp
 import json
-from pathlib import Path
-
 import pytest
 
 from coursekit import reference

@@ -1,9 +1,5 @@
 """The learner's workspace: copied once, never overwriting the learner's changes, and
 `make check` grading it."""
-import json
-
-import pytest
-
 from coursekit import workspace
 from coursekit.check import grade_workspace, report
 from coursekit.paths import COURSE, SOURCE

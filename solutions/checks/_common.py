@@ -13,7 +13,6 @@ Rules every checker follows:
 """
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Callable, Iterable
 
@@ -123,6 +122,3 @@ def counts_match_pmf(samples: np.ndarray, values: np.ndarray, pmf: np.ndarray, a
             return False
     return True
 
-
-def isclose_scalar(a: float, b: float, rtol: float) -> bool:
-    return math.isfinite(a) and abs(a - b) <= rtol * max(1.0, abs(b))

@@ -197,8 +197,8 @@ def check_verify_round(verify_round) -> None:
         if len(got) == len(drafts) + 1 and got[:len(drafts)] == list(drafts):
             fail("verify_round accepts every draft token: in the greedy (one-hot) case a draft that "
                  "differs from the target's choice must be rejected and replaced.")
-        fail(f"verify_round is wrong in the greedy case (one-hot rows, the temperature-0 limit): it "
-             f"should keep drafts while they match the target's argmax, then emit the target's token.")
+        fail("verify_round is wrong in the greedy case (one-hot rows, the temperature-0 limit): it "
+             "should keep drafts while they match the target's argmax, then emit the target's token.")
     rng_rows = np.random.default_rng(SEED + 20)
     p_rows = rng_rows.dirichlet(np.full(VERIFY_V, 0.7), size=VERIFY_K + 1)
     q_rows = 0.5 * p_rows[:VERIFY_K] + 0.5 * rng_rows.dirichlet(np.full(VERIFY_V, 0.7), size=VERIFY_K)

@@ -15,7 +15,7 @@ import torch
 
 from solutions.checks._common import SEED, call, counts_match_pmf, fail
 from specdec.model import encode, load
-from specdec.toy import BigramModel, toy_pair
+from specdec.toy import toy_pair
 
 PROMPTS = ["import os\n\n\ndef walk(", "class Stack:\n    def push(self, item):\n        ", "    return {"]
 N_GREEDY = 24
@@ -133,7 +133,7 @@ def _check_stats(stats, K, n, label):
 
 # ---------------------------------------------------------------- speculative_generate: sampling
 
-def _joint(p_T: torch.Tensor, q_T=None, start=0) -> np.ndarray:
+def _joint(p_T: torch.Tensor, start=0) -> np.ndarray:
     """P(x1, x2) for two tokens from a bigram chain starting after token `start`."""
     p = p_T.double().numpy()
     return (p[start][:, None] * p).reshape(-1)

@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the notebook's imports are kept whole)
 """Reference solutions for 01_acceptance_chain.
 
 GENERATED from source/01_acceptance_chain/ by `make sync` (python -m coursekit.reference).
@@ -7,7 +8,6 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 
 import numpy as np
 import matplotlib.pyplot as plt
-
 from specdec.plots import monte_carlo_check
 
 

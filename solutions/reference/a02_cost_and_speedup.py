@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the notebook's imports are kept whole)
 """Reference solutions for 02_cost_and_speedup.
 
 GENERATED from source/02_cost_and_speedup/ by `make sync` (python -m coursekit.reference).
@@ -6,10 +7,8 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 
 
 import math
-
 import matplotlib.pyplot as plt
 import numpy as np
-
 from specdec.plots import best_speedup_heatmap, break_even_frontier, optimal_K_map
 from specdec.widgets import speedup_explorer
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the notebook's imports are kept whole)
 """Reference solutions for 03_rejection_sampling.
 
 GENERATED from source/03_rejection_sampling/ by `make sync` (python -m coursekit.reference).
@@ -7,7 +8,6 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 
 import numpy as np
 import matplotlib.pyplot as plt
-
 from specdec.plots import rejection_sampling_check
 
 

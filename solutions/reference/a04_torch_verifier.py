@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the notebook's imports are kept whole)
 """Reference solutions for 04_torch_verifier.
 
 GENERATED from source/04_torch_verifier/ by `make sync` (python -m coursekit.reference).
@@ -6,16 +7,9 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 
 
 import time
-
 import numpy as np
 import torch
-
 from specdec.model import decode, encode, load, model_device
-
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-target, draft = load("target", DEVICE), load("draft", DEVICE)
-print(f"device {DEVICE}; target {sum(p.numel() for p in target.parameters()):,} params, "
-      f"draft {sum(p.numel() for p in draft.parameters()):,} params")
 
 
 def next_distribution(logits, temperature):
