@@ -10,7 +10,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 # Jupyter refuses to run as root unless told (containers, CI machines).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test check release sync strip venv clean bench-formulas bench train
+.PHONY: help lab test check release sync strip venv clean bench-formulas bench train heads
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ bench-formulas: $(STAMP) ## time the vectorised formulas behind the explorer (10
 
 train: $(STAMP) ## retrain the shipped target/draft pair (seeded; minutes on a GPU, many hours on a CPU)
 	$(BIN)/python -m specdec.train
+
+heads: $(STAMP) ## retrain notebook 05's self-drafting heads on the shipped target (seeded; a few minutes on a CPU)
+	$(BIN)/python -m specdec.heads
 
 release: $(STAMP) ## regenerate course/ from source/ with nbgrader generate_assignment
 	@for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done

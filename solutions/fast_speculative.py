@@ -2,8 +2,10 @@
 models' key/value caches (`specdec.model`), so each step feeds only new tokens.
 
 Letters as everywhere in the course: p is the TARGET distribution, q the DRAFT distribution.
-Temperature 0 means greedy: the distributions are one-hot, acceptance is "draft == target's
-argmax", and the output equals the target's greedy output token for token.
+Temperature 0 means greedy: acceptance is "draft == target's argmax", and the output equals the
+target's greedy output token for token. Greedy takes a fast path (argmax, no probability rows):
+the per-round Python and small-op work is what separates a measured speedup from the formula's,
+so both loops keep it small and alike.
 
 Cache bookkeeping, with S the committed sequence (prompt + emitted tokens):
 - the target cache always holds S[:-1]; a round feeds [S[-1], d1..dK] and gets the K+1 rows
@@ -18,15 +20,16 @@ import torch
 from specdec.model import TinyGPT
 
 
-def distribution(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Rows of logits -> probabilities at `temperature`; 0 gives the one-hot argmax."""
+def _ids(tokens: list[int], device) -> torch.LongTensor:
+    return torch.tensor([tokens], device=device)
+
+
+def _sample(logits: torch.Tensor, temperature: float, generator) -> tuple[int, torch.Tensor | None]:
+    """(token, probabilities) from one row of logits; greedy returns no probabilities."""
     if temperature == 0:
-        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
-    return torch.softmax(logits / temperature, dim=-1)
-
-
-def _draw(probs: torch.Tensor, generator) -> int:
-    return int(torch.multinomial(probs, 1, generator=generator))
+        return int(logits.argmax()), None
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator)), probs
 
 
 @torch.no_grad()
@@ -36,9 +39,9 @@ def plain_generate(model: TinyGPT, prompt: torch.LongTensor, n: int, temperature
     logits = model.extend(prompt[None].to(model.device), cache)[0, -1]
     out = []
     for _ in range(n):
-        token = _draw(distribution(logits, temperature), generator)
+        token, _ = _sample(logits, temperature, generator)
         out.append(token)
-        logits = model.extend(torch.tensor([[token]], device=model.device), cache)[0, -1]
+        logits = model.extend(_ids([token], model.device), cache)[0, -1]
     return torch.tensor(out)
 
 
@@ -52,34 +55,38 @@ def speculative_generate(target: TinyGPT, draft: TinyGPT, prompt: torch.LongTens
     device = target.device
     seq = [int(t) for t in prompt]
     t_cache, d_cache = target.new_cache(), draft.new_cache()
-    target.extend(torch.tensor([seq[:-1]], device=device), t_cache)
+    target.extend(_ids(seq[:-1], device), t_cache)
     stats = dict(rounds=0, proposed=0, accepted=0, rejected=0)
     while len(seq) - len(prompt) < n:
         start = len(seq)
         # Draft: catch up on committed tokens it has not seen, then propose K tokens one by one.
-        logits = draft.extend(torch.tensor([seq[d_cache.length:]], device=device), d_cache)[0, -1]
+        logits = draft.extend(_ids(seq[d_cache.length:], device), d_cache)[0, -1]
         drafts, q_rows = [], []
         for i in range(K):
-            q = distribution(logits, temperature)
-            drafts.append(_draw(q, generator))
+            token, q = _sample(logits, temperature, generator)
+            drafts.append(token)
             q_rows.append(q)
             if i < K - 1:
-                logits = draft.extend(torch.tensor([[drafts[-1]]], device=device), d_cache)[0, -1]
+                logits = draft.extend(_ids([token], device), d_cache)[0, -1]
         # Target: one pass over the last committed token and the K drafts gives K+1 rows.
-        p_rows = distribution(target.extend(torch.tensor([[seq[-1]] + drafts], device=device), t_cache)[0],
-                              temperature)
-        q_rows = torch.stack(q_rows)
-        idx = torch.arange(K, device=device)
-        drafted = torch.tensor(drafts, device=device)
-        ratio = p_rows[idx, drafted] / q_rows[idx, drafted]
-        u = torch.rand(K, generator=generator, device=device) if temperature > 0 else torch.zeros(K, device=device)
-        rejected = torch.nonzero(u >= ratio.clamp(max=1.0)).flatten()  # at T=0: ratio is 1 or 0
-        n_acc = int(rejected[0]) if len(rejected) else K
-        if n_acc < K:
-            residual = (p_rows[n_acc] - q_rows[n_acc]).clamp(min=0)
-            last = _draw(residual / residual.sum(), generator)
+        p_logits = target.extend(_ids([seq[-1]] + drafts, device), t_cache)[0]
+        if temperature == 0:
+            best = p_logits.argmax(-1).tolist()
+            n_acc = next((i for i in range(K) if drafts[i] != best[i]), K)
+            last = best[n_acc]  # the target's own choice: the correction, or the bonus token
         else:
-            last = _draw(p_rows[K], generator)  # all accepted: the bonus token
+            p_rows = torch.softmax(p_logits / temperature, dim=-1)
+            q_rows = torch.stack(q_rows)
+            idx = torch.arange(K, device=device)
+            drafted = torch.tensor(drafts, device=device)
+            ratio = (p_rows[idx, drafted] / q_rows[idx, drafted]).tolist()
+            u = torch.rand(K, generator=generator, device=device).tolist()
+            n_acc = next((i for i in range(K) if u[i] >= min(1.0, ratio[i])), K)
+            if n_acc < K:
+                residual = (p_rows[n_acc] - q_rows[n_acc]).clamp(min=0)
+                last = int(torch.multinomial(residual / residual.sum(), 1, generator=generator))
+            else:
+                last = int(torch.multinomial(p_rows[K], 1, generator=generator))  # all accepted: the bonus token
         seq += drafts[:n_acc] + [last]
         t_cache.rollback(len(seq) - 1)
         d_cache.rollback(min(d_cache.length, start + n_acc))

@@ -57,7 +57,7 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(c.d_model)
         self.mlp = nn.Sequential(nn.Linear(c.d_model, 4 * c.d_model), nn.GELU(), nn.Linear(4 * c.d_model, c.d_model))
 
-    def forward(self, x, layer_cache=None, start=0):
+    def forward(self, x, layer_cache=None, start=0, mask=None):
         B, T, D = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
         if layer_cache is None:
@@ -67,8 +67,6 @@ class Block(nn.Module):
             layer_cache[1, :, start:start + T] = v[0]
             keys = layer_cache[0, :, :start + T].unsqueeze(0)
             values = layer_cache[1, :, :start + T].unsqueeze(0)
-            # new position i (absolute start + i) sees every cached position and new ones up to itself
-            mask = torch.ones(T, start + T, dtype=torch.bool, device=x.device).tril(diagonal=start)
             att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         x = x + self.proj(att.transpose(1, 2).reshape(B, T, D))
         return x + self.mlp(self.ln2(x))
@@ -88,17 +86,23 @@ class TinyGPT(nn.Module):
     def device(self):
         return self.head.weight.device
 
-    def _run(self, ids, cache=None):
+    def _run(self, ids, cache=None, hidden=False):
         start = cache.length if cache is not None else 0
         T = ids.shape[1]
         assert start + T <= self.config.max_len, "sequence longer than the model's max_len"
         positions = torch.arange(start, start + T, device=ids.device)
         x = self.tok(ids) + self.pos(positions)
+        # With a cache, new position i (absolute start + i) sees every cached position and the new
+        # ones up to itself; a single new position sees everything, so it needs no mask at all.
+        mask = None
+        if cache is not None and T > 1:
+            mask = torch.ones(T, start + T, dtype=torch.bool, device=ids.device).tril(diagonal=start)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if cache is None else cache.kv[i], start)
+            x = block(x, None if cache is None else cache.kv[i], start, mask)
         if cache is not None:
             cache.length = start + T
-        return self.head(self.ln_f(x))
+        h = self.ln_f(x)
+        return (self.head(h), h) if hidden else self.head(h)
 
     def forward(self, ids: torch.LongTensor) -> torch.Tensor:
         """ids (1, T) -> logits (1, T, 256); row t is the distribution of token t+1."""
@@ -107,9 +111,11 @@ class TinyGPT(nn.Module):
     def new_cache(self) -> KVCache:
         return KVCache(self.config, self.device, self.head.weight.dtype)
 
-    def extend(self, ids: torch.LongTensor, cache: KVCache) -> torch.Tensor:
-        """Append ids (1, t) after the cache's `length` positions; logits (1, t, 256) of the new positions."""
-        return self._run(ids, cache)
+    def extend(self, ids: torch.LongTensor, cache: KVCache, hidden: bool = False):
+        """Append ids (1, t) after the cache's `length` positions; logits (1, t, 256) of the new
+        positions, and with hidden=True also their final hidden states (1, t, d_model), the input
+        of the output layer (what self-drafting heads read, notebook 05)."""
+        return self._run(ids, cache, hidden)
 
 
 def load(name: str, device: str | torch.device | None = None) -> TinyGPT:

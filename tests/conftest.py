@@ -17,9 +17,11 @@ from tests import answers_01 as a01
 from tests import answers_02 as a02
 from tests import answers_03 as a03
 from tests import answers_04 as a04
+from tests import answers_05 as a05
 from tests.notebooks import fill
 
 A01, A02, A03, A04 = "01_acceptance_chain", "02_cost_and_speedup", "03_rejection_sampling", "04_torch_verifier"
+A05 = "05_speculation_in_practice"
 
 OK02 = {"round_cost": a02.round_cost_np, "speedup": a02.speedup_power_sum, "loses": a02.loses_mean_of_powers,
         "break_even_alpha": a02.break_even_roots, "optimal_K": a02.optimal_K_loop}
@@ -73,6 +75,16 @@ CLASSES = {
         "wrong_accept_all": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_accept_all},
         "wrong_resample_p": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_resample_p},
         "wrong_raw_q": {"autoregressive_generate": a04.ar_list, "speculative_generate": a04.spec_raw_q},
+    },
+    A05: {
+        "reference": None,
+        "blank": {},
+        "alternate": {"expected_tokens_positional": a05.positional_horner, "speedup_general": a05.general_via_cost,
+                      "ngram_propose": a05.ngram_numpy},
+        "wrong_a": {"expected_tokens_positional": a05.positional_off_by_one,
+                    "speedup_general": a05.general_double_count, "ngram_propose": a05.ngram_itself},
+        "wrong_b": {"expected_tokens_positional": a05.positional_no_one,
+                    "speedup_general": a05.general_times_positions, "ngram_propose": a05.ngram_uncapped},
     },
 }
 

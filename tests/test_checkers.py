@@ -8,15 +8,16 @@ import importlib
 import numpy as np
 import pytest
 
-from solutions.checks import a01, a02, a03, a04
+from solutions.checks import a01, a02, a03, a04, a05
 from solutions.checks._common import CheckFailure
 from solutions.reference import a01_acceptance_chain as ref01
 from solutions.reference import a02_cost_and_speedup as ref02
 from solutions.reference import a03_rejection_sampling as ref03
 from solutions.reference import a04_torch_verifier as ref04
+from solutions.reference import a05_speculation_in_practice as ref05
 
-ANSWERS = {nb: importlib.import_module(f"tests.answers_{nb}") for nb in ("01", "02", "03", "04")}
-REFERENCE = {"01": ref01, "02": ref02, "03": ref03, "04": ref04}
+ANSWERS = {nb: importlib.import_module(f"tests.answers_{nb}") for nb in ("01", "02", "03", "04", "05")}
+REFERENCE = {"01": ref01, "02": ref02, "03": ref03, "04": ref04, "05": ref05}
 CHECKERS = {
     "01": {
         "accepted_pmf": [a01.check_accepted_pmf],
@@ -40,6 +41,11 @@ CHECKERS = {
     "04": {
         "autoregressive_generate": [a04.check_autoregressive_generate],
         "speculative_generate": [a04.check_speculative_greedy, a04.check_speculative_distribution],
+    },
+    "05": {
+        "expected_tokens_positional": [a05.check_expected_tokens_positional],
+        "speedup_general": [a05.check_speedup_general],
+        "ngram_propose": [a05.check_ngram_propose],
     },
 }
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tests.conftest import A01, A02, A03, A04, CLASSES
+from tests.conftest import A01, A02, A03, A04, A05, CLASSES
 
-MAX_SCORE = {A01: 12, A02: 15, A03: 13, A04: 9}
+MAX_SCORE = {A01: 12, A02: 15, A03: 13, A04: 9, A05: 9}
 CORRECT = [(a, s) for a, learners in CLASSES.items() for s in learners
            if s == "reference" or not s.startswith(("wrong", "blank"))]
 
@@ -76,6 +76,12 @@ def test_release_scores_zero_with_stub_hints(graded, assignment):
     (A04, "wrong_accept_all", "speculative_generate", "accepts every draft"),
     (A04, "wrong_resample_p", "speculative_generate", "samples from p"),
     (A04, "wrong_raw_q", "speculative_generate", "RAW logits"),
+    (A05, "wrong_a", "expected_tokens_positional", "off by one"),
+    (A05, "wrong_a", "speedup_general", "IS the target pass"),
+    (A05, "wrong_a", "ngram_propose", "n-gram itself"),
+    (A05, "wrong_b", "expected_tokens_positional", "+1 is missing"),
+    (A05, "wrong_b", "speedup_general", "do not multiply"),
+    (A05, "wrong_b", "ngram_propose", "longer than K"),
 ])
 def test_known_mistakes_lose_points_with_hint(graded, assignment, student, exercise, phrase):
     got, total, hints = by_exercise(graded["by_assignment"][assignment]["results"][student])[exercise]

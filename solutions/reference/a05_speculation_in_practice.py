@@ -1,0 +1,41 @@
+# ruff: noqa: F401  (the notebook's imports are kept whole)
+"""Reference solutions for 05_speculation_in_practice.
+
+GENERATED from source/05_speculation_in_practice/ by `make sync` (python -m coursekit.reference).
+Do not edit: edit the solution cells of the source notebook and regenerate.
+"""
+
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from specdec.heads import load_heads
+from specdec.model import decode, encode, load
+from specdec.practice import DraftModel, Heads, PromptLookup, compare, draft_cost, pass_costs, speculate
+
+
+def expected_tokens_positional(alphas):
+    """1 + sum_k prod_{i<=k} alphas[i]: expected tokens per round with position-wise acceptance."""
+    alphas = np.asarray(alphas, dtype=float).reshape(-1)
+    return float(1.0 + np.cumprod(alphas).sum())
+
+
+def speedup_general(alpha, K, c, verify_cost):
+    """Expected tokens per round / (K c + verify_cost), with i.i.d. acceptance alpha."""
+    alpha, K, c, verify_cost = (np.asarray(x, dtype=float) for x in (alpha, K, c, verify_cost))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tokens = np.where(alpha == 1.0, K + 1.0, (1.0 - alpha ** (K + 1)) / (1.0 - alpha))
+    out = tokens / (K * c + verify_cost)
+    return float(out) if out.ndim == 0 else out
+
+
+def ngram_propose(context, K, n=2):
+    """Prompt lookup: up to K tokens that followed the most recent earlier occurrence of the last n tokens."""
+    context = [int(t) for t in context]
+    if K <= 0 or n <= 0 or len(context) <= n:
+        return []
+    suffix = context[-n:]
+    for start in range(len(context) - n - 1, -1, -1):  # latest first; the suffix itself is excluded
+        if context[start:start + n] == suffix:
+            return context[start + n:start + n + K]
+    return []
