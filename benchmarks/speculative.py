@@ -1,7 +1,8 @@
 """`make bench`: plain target decoding against speculative decoding on the shipped pair, measured
 side by side in one run, next to the formula's prediction.
 
-For K = 0..8 and temperatures 0 and 1, on several prompts, 256 new tokens each (medians):
+For K = 0..8 and temperatures 0 and 1, on four prompts, 160 new tokens each (the fastest of
+two side-by-side runs per prompt, median over prompts):
 measured alpha (accepted / tested drafts, where a tested draft is an accepted one or the first
 rejection of a round: drafts after it are never tested), tokens per round, c (draft pass time /
 target pass time), the verification cost of K+1 positions relative to one, the predicted
@@ -17,17 +18,18 @@ from pathlib import Path
 
 import torch
 
-from solutions.fast_speculative import plain_generate, speculative_generate
+from solutions.fast_speculative import _sample, plain_generate, speculative_generate, verify_drafts
 from solutions.reference.a01_acceptance_chain import expected_tokens
 from specdec.model import encode, load
 
 PROMPTS = [
     "import os\n\n\ndef list_files(root):\n    ",
-    "class Config:\n    def __init__(self, path):\n        self.path = path\n\n    def load(self):\n        ",
-    "def parse_args(argv=None):\n    parser = argparse.ArgumentParser()\n    parser.add_argument(",
+    "class Config:\n    def load(self, path):\n        ",
+    "def parse_args(argv=None):\n    parser = argparse.ArgumentParser()\n    ",
     "    try:\n        value = int(text)\n    except ValueError:\n        ",
 ]
-N_NEW, KS, TEMPS, REPEATS = 256, range(0, 9), (0.0, 1.0), 2
+# 160 new bytes: prompt + new tokens + K drafts stay inside the models' 256-byte context.
+N_NEW, KS, TEMPS, REPEATS = 160, range(0, 9), (0.0, 1.0), 2
 OUT = Path(__file__).resolve().parent
 
 
@@ -45,31 +47,45 @@ def timed(fn, device):
 
 
 @torch.no_grad()
-def pass_costs(target, draft, device, max_new, repeats=25, calls=4):
-    """Cost of one cached forward pass over k new positions (after 100 of context), relative to a
-    one-position target pass measured in the same repeat: {"draft": c, k: verify(k)}.
+def step_costs(target, draft, device, max_new, temperature, repeats=25, calls=4, context=130):
+    """What one decoding step costs, as the loops run it, relative to a plain decoding step
+    (a one-position target pass plus picking the token): {"draft": c, k: verify(k)}.
 
-    Every repeat times each shape once, in a rotating order, and each timing covers `calls`
-    back-to-back passes; each shape keeps its fastest time (interference only adds time), and
-    the costs are ratios of those minima."""
-    ids = encode(PROMPTS[1] * 3)[None, :100 + max_new].to(device)
-    shapes = [("target", 1), ("draft", 1)] + [("target", k) for k in range(2, max_new + 1)]
+    - plain step: target pass over 1 new position + `_sample`;
+    - draft step: the same with the draft (c is the ratio of the two);
+    - verification over k positions: target pass over k new positions + `verify_drafts`.
+    Measured after `context` cached positions (mid-generation). Every repeat times each shape
+    once in a rotating order, each timing covering `calls` back-to-back steps; each shape keeps
+    its fastest time (interference only adds time) and the costs are ratios of those minima."""
+    ids = encode("class Config:\n    def __init__(self, path):\n        self.path = path\n" * 3)[None, :context + max_new].to(device)
     caches = {"target": target.new_cache(), "draft": draft.new_cache()}
     models = {"target": target, "draft": draft}
     for name, cache in caches.items():
-        models[name].extend(ids[:, :100], cache)
+        models[name].extend(ids[:, :context], cache)
+    drafted = ids[0, context + 1:context + max_new].tolist()
+    with torch.no_grad():
+        q_all = draft(ids[:, :context + max_new])[0, context:]
+    q_rows = [None if temperature == 0 else torch.softmax(q / temperature, -1) for q in q_all]
+    gen = torch.Generator(device=device).manual_seed(0)
 
     def run(name, k):
-        cache = caches[name]
+        cache, model = caches[name], models[name]
         for _ in range(calls):
-            cache.rollback(100)
-            models[name].extend(ids[:, 100:100 + k], cache)
+            cache.rollback(context)
+            logits = model.extend(ids[:, context:context + k], cache)[0]
+            if name == "verify":
+                verify_drafts(logits, drafted[:k - 1], q_rows[:k - 1], temperature, gen)
+            else:
+                _sample(logits[-1], temperature, gen)
 
+    caches["verify"], models["verify"] = caches["target"], target
+    shapes = [("target", 1), ("draft", 1)] + [("verify", k) for k in range(2, max_new + 1)]
     best = {shape: float("inf") for shape in shapes}
     for r in range(repeats):
         for shape in shapes[r % len(shapes):] + shapes[:r % len(shapes)]:
             best[shape] = min(best[shape], timed(lambda: run(*shape), device)[0])
-    costs = {k: best[("target", k)] / best[("target", 1)] for name, k in shapes if name == "target"}
+    costs = {k: best[("verify", k)] / best[("target", 1)] for name, k in shapes if name == "verify"}
+    costs[1] = 1.0
     costs["draft"] = best[("draft", 1)] / best[("target", 1)]
     return costs
 
@@ -80,10 +96,10 @@ def main():
     target, draft = load("target", device), load("draft", device)
     for _ in range(2):  # warm up kernels and allocators
         speculative_generate(target, draft, encode(PROMPTS[0]), 32, 4, 1.0)
-    costs = pass_costs(target, draft, device, max(KS) + 1)
-    c, verify = costs["draft"], {K: costs[K + 1] for K in KS}
     rows = []
     for T in TEMPS:
+        costs = step_costs(target, draft, device, max(KS) + 1, T)
+        c, verify = costs["draft"], {K: costs[K + 1] for K in KS}
         for K in KS:
             ratios, acc, tested, emitted, rounds = [], 0, 0, 0, 0
             for i, prompt in enumerate(PROMPTS):

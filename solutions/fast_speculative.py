@@ -32,6 +32,28 @@ def _sample(logits: torch.Tensor, temperature: float, generator) -> tuple[int, t
     return int(torch.multinomial(probs, 1, generator=generator)), probs
 
 
+def verify_drafts(p_logits: torch.Tensor, drafts: list[int], q_rows: list, temperature: float,
+                  generator=None) -> tuple[int, int]:
+    """One round's acceptance: (number of accepted drafts, the target's correction or bonus token),
+    from the target's K+1 rows of logits and the draft's K proposal distributions."""
+    K = len(drafts)
+    if temperature == 0:
+        best = p_logits.argmax(-1).tolist()
+        n_acc = next((i for i in range(K) if drafts[i] != best[i]), K)
+        return n_acc, best[n_acc]  # the target's own choice: the correction, or the bonus token
+    p_rows = torch.softmax(p_logits / temperature, dim=-1)
+    q_rows = torch.stack(q_rows)
+    idx = torch.arange(K, device=p_logits.device)
+    drafted = torch.tensor(drafts, device=p_logits.device)
+    ratio = (p_rows[idx, drafted] / q_rows[idx, drafted]).tolist()
+    u = torch.rand(K, generator=generator, device=p_logits.device).tolist()
+    n_acc = next((i for i in range(K) if u[i] >= min(1.0, ratio[i])), K)
+    if n_acc < K:
+        residual = (p_rows[n_acc] - q_rows[n_acc]).clamp(min=0)
+        return n_acc, int(torch.multinomial(residual / residual.sum(), 1, generator=generator))
+    return K, int(torch.multinomial(p_rows[K], 1, generator=generator))  # all accepted: the bonus token
+
+
 @torch.no_grad()
 def plain_generate(model: TinyGPT, prompt: torch.LongTensor, n: int, temperature: float = 1.0,
                    generator: torch.Generator | None = None) -> torch.LongTensor:
@@ -70,23 +92,7 @@ def speculative_generate(target: TinyGPT, draft: TinyGPT, prompt: torch.LongTens
                 logits = draft.extend(_ids([token], device), d_cache)[0, -1]
         # Target: one pass over the last committed token and the K drafts gives K+1 rows.
         p_logits = target.extend(_ids([seq[-1]] + drafts, device), t_cache)[0]
-        if temperature == 0:
-            best = p_logits.argmax(-1).tolist()
-            n_acc = next((i for i in range(K) if drafts[i] != best[i]), K)
-            last = best[n_acc]  # the target's own choice: the correction, or the bonus token
-        else:
-            p_rows = torch.softmax(p_logits / temperature, dim=-1)
-            q_rows = torch.stack(q_rows)
-            idx = torch.arange(K, device=device)
-            drafted = torch.tensor(drafts, device=device)
-            ratio = (p_rows[idx, drafted] / q_rows[idx, drafted]).tolist()
-            u = torch.rand(K, generator=generator, device=device).tolist()
-            n_acc = next((i for i in range(K) if u[i] >= min(1.0, ratio[i])), K)
-            if n_acc < K:
-                residual = (p_rows[n_acc] - q_rows[n_acc]).clamp(min=0)
-                last = int(torch.multinomial(residual / residual.sum(), 1, generator=generator))
-            else:
-                last = int(torch.multinomial(p_rows[K], 1, generator=generator))  # all accepted: the bonus token
+        n_acc, last = verify_drafts(p_logits, drafts, q_rows, temperature, generator)
         seq += drafts[:n_acc] + [last]
         t_cache.rollback(len(seq) - 1)
         d_cache.rollback(min(d_cache.length, start + n_acc))

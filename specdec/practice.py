@@ -241,3 +241,20 @@ def compare(target: TinyGPT, proposers: dict, workloads: dict, n: int, K: int = 
                                  tokens_per_round=(st["accepted"] + st["rounds"]) / st["rounds"],
                                  mean_K=statistics.fmean(st["K_used"]), speedup=t_plain / t_spec))
     return rows
+
+
+@torch.no_grad()
+def head_agreement(target: TinyGPT, heads, prompt, n: int) -> list[float]:
+    """Offline, unconditional accuracy of each self-drafting head: on the target's own greedy
+    continuation of `prompt` (n tokens), the fraction of positions t where head k's argmax on
+    the hidden state h_t equals the token k+1 places after the one h_t predicts."""
+    seq = torch.cat([prompt.to(target.device), plain(target, prompt, n).to(target.device)])
+    _, h = target._run(seq[None], hidden=True)
+    guesses = heads(h[0], target.head).argmax(-1)  # (T, n_heads)
+    start = len(prompt) - 1  # from the state that predicted the first new token on
+    out = []
+    for k in range(guesses.shape[1]):
+        offset = k + 2  # head k (0-based) at position t guesses token t + k + 2
+        rows = range(start, len(seq) - offset)
+        out.append(float(sum(int(guesses[t, k]) == int(seq[t + offset]) for t in rows) / len(rows)))
+    return out

@@ -11,7 +11,9 @@ import numpy as np
 import torch
 from specdec.heads import load_heads
 from specdec.model import decode, encode, load
-from specdec.practice import DraftModel, Heads, PromptLookup, compare, draft_cost, pass_costs, speculate
+from specdec.practice import (
+    DraftModel, Heads, PromptLookup, compare, draft_cost, head_agreement, pass_costs, speculate,
+)
 
 
 def expected_tokens_positional(alphas):
