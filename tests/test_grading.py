@@ -2,7 +2,10 @@
 the reference gets full marks, the release gets 0 without breaking the run, answers written
 differently get full marks, and each known mistake loses its points with its hint."""
 import csv
+import html
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +128,44 @@ def test_export_csv(graded):
 def test_release_directory_is_course(graded):
     for assignment in CLASSES:
         assert (graded["root"] / "course" / assignment / f"{assignment}.ipynb").exists()
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _checker_code_lines():
+    """Lines of the checkers' code (not their hint strings) that must never reach a learner."""
+    learner_lines = {ln.strip() for p in Path(__file__).parent.glob("answers_*.py") for ln in p.read_text().splitlines()}
+    out = set()
+    for path in (Path(__file__).parent.parent / "solutions" / "checks").glob("*.py"):
+        for line in path.read_text().splitlines():
+            s = line.strip()
+            if len(s) > 25 and not s.startswith(("#", '"', "'", "f\"", "HINT")) and s not in learner_lines \
+                    and any(tok in s for tok in ("(", " = ", "[")) and "verdict" not in s:
+                out.add(s)
+    return out
+
+
+@pytest.mark.parametrize("assignment", list(CLASSES))
+def test_hidden_tests_stay_hidden(graded, assignment):
+    """A failing hidden test shows the learner its three-line call and the hint, nothing else: the
+    traceback has no frame from a file (no checker code, no paths), and neither the autograded
+    notebooks nor the feedback HTML contain a line of the checkers' code or the reference module."""
+    root = graded["root"]
+    code_lines = _checker_code_lines()
+    for student in CLASSES[assignment]:
+        if student == "reference":
+            continue  # its submission is the source notebook itself
+        nb = json.loads((root / "autograded" / student / assignment / f"{assignment}.ipynb").read_text())
+        for cell in nb["cells"]:
+            if "verdict(" not in "".join(cell.get("source", "")):
+                continue
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    tb = ANSI.sub("", "\n".join(out["traceback"]))
+                    assert "File " not in tb and "solutions/" not in tb, tb
+                    assert out["ename"] == "AssertionError" and out["evalue"], out
+        html_text = html.unescape((root / "feedback" / student / assignment / f"{assignment}.html").read_text())
+        for line in code_lines:
+            assert line not in html_text, (student, line)
+        assert "solutions.reference" not in html_text and "_common.py" not in html_text
