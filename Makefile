@@ -10,7 +10,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 # Jupyter refuses to run as root unless told (containers, CI machines).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test check release sync strip venv clean bench-formulas bench train heads
+.PHONY: help lab test check release sync strip venv clean bench-formulas bench train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ test: $(STAMP) ## set up and run the whole test suite
 
 check: $(STAMP) ## grade your workspace with the hidden tests: points per exercise and hints
 	@$(BIN)/python -m coursekit.check workspace
+
+grade: $(STAMP) ## instructors: autograde every submission under submitted/, feedback, grades.csv, report
+	$(BIN)/python -m coursekit.grade
 
 bench: $(STAMP) ## time plain vs speculative decoding on the shipped pair, K = 0..8, T = 0 and 1
 	$(BIN)/python benchmarks/speculative.py
@@ -56,5 +59,5 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-clean: ## remove .venv and scratch files (keeps workspace/, your answers)
-	rm -rf $(VENV) gradebook.db submitted autograded feedback grades.csv .pytest_cache
+clean: ## remove .venv and caches (keeps workspace/, your answers, and any grading data)
+	rm -rf $(VENV) .pytest_cache

@@ -33,3 +33,8 @@ c.IgnorePattern.enabled = True
 
 # A learner who deletes a graded cell gets it back (scored normally) instead of a None score.
 c.OverwriteCells.add_missing_cells = True
+
+# Learners' code runs in a sandbox while it is graded: resource limits, and an audit hook that
+# refuses network access, new processes, writes outside the learner's folder and reads of the
+# grading data. What it does and does not guarantee: coursekit/sandbox.py.
+c.Execute.kernel_manager_class = "coursekit.sandbox.SandboxKernelManager"

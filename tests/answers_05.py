@@ -154,11 +154,22 @@ def ngram_matches_itself(context, K, n=2):
     return []
 
 
+def ngram_no_overlap(context, K, n=2):
+    ctx = list(context)
+    if K <= 0 or len(ctx) <= n:
+        return []
+    for s in range(len(ctx) - 2 * n, -1, -1):  # refuses matches that overlap the suffix
+        if ctx[s:s + n] == ctx[-n:]:
+            return ctx[s + n:s + n + K]
+    return []
+
+
 WRONG = {
     "expected_tokens_positional": [(positional_no_one, "+1 is missing"), (positional_sum, "running product"),
                                    (positional_off_by_one, "off by one"), (positional_mean, "averaging")],
     "speedup_general": [(general_double_count, "IS the target pass"), (general_times_positions, "do not multiply"),
                         (general_nan_at_one, "alpha = 1")],
     "ngram_propose": [(ngram_itself, "n-gram itself"), (ngram_first, "FIRST occurrence"),
-                      (ngram_uncapped, "longer than K"), (ngram_matches_itself, "never finds a match")],
+                      (ngram_uncapped, "longer than K"), (ngram_matches_itself, "never finds a match"),
+                      (ngram_no_overlap, "may overlap")],
 }

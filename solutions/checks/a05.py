@@ -145,6 +145,8 @@ HINT_NG_SELF = ("this never finds a match: the last n tokens always match themse
 HINT_NG_ALL_OR_NOTHING = ("when fewer than K tokens follow the match, propose those few; this "
                           "returns [] instead.")
 HINT_NG_IGNORES_N = "the key must be the last n tokens, with the n that was passed in."
+HINT_NG_NO_OVERLAP = ("an earlier occurrence may overlap the last n tokens (in `a a a` with n = 2 the "
+                      "occurrence at positions 0-1 counts); only the suffix itself is excluded.")
 
 
 def _cases(rng):
@@ -200,6 +202,15 @@ def _all_or_nothing(ctx, K, n):
     return out if len(out) == K else []
 
 
+def _no_overlap(ctx, K, n):
+    if K <= 0 or len(ctx) <= n:
+        return []
+    for s in range(len(ctx) - 2 * n, -1, -1):  # only occurrences that end before the suffix starts
+        if ctx[s:s + n] == ctx[-n:]:
+            return ctx[s + n:s + n + K]
+    return []
+
+
 def _n2(ctx, K, n):
     return ref.ngram_propose(ctx, K, 2)
 
@@ -239,10 +250,11 @@ def check_ngram_propose(ngram_propose) -> None:
         fail(f"ngram_propose: {HINT_NG_SELF}")
     for hint, wrong in ((HINT_NG_ITSELF, _itself), (HINT_NG_FIRST, _first_occurrence),
                         (HINT_NG_OFF_BY_ONE, _off_by_one), (HINT_NG_ALL_OR_NOTHING, _all_or_nothing),
-                        (HINT_NG_IGNORES_N, _n2), (HINT_NG_LONG, _no_cap)):
+                        (HINT_NG_IGNORES_N, _n2), (HINT_NG_LONG, _no_cap), (HINT_NG_NO_OVERLAP, _no_overlap)):
         if all(g == wrong(list(ctx), K, n) for g, (ctx, K, n) in zip(got, cases)):
             fail(f"ngram_propose: {hint}")
     i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
     ctx, K, n = cases[i]
-    fail(f"ngram_propose(<{len(ctx)} tokens>, {K}, n={n}) proposed the wrong tokens: find the most recent "
+    shown = ctx if len(ctx) <= 12 else f"<{len(ctx)} tokens>"
+    fail(f"ngram_propose({shown}, {K}, n={n}) proposed the wrong tokens: find the most recent "
          "earlier occurrence of the last n tokens and propose up to K tokens that followed it.")

@@ -1,0 +1,182 @@
+"""`make grade`: grade a whole cohort with stock nbgrader, in one command.
+
+    python -m coursekit.grade [--root .] [ASSIGNMENT ...]
+
+For every submitted/<student>/<assignment>/ under the course root (nbgrader's layout):
+
+1. preflight: the notebook is there under its expected name and parses as a notebook; its code
+   is scanned for integrity flags (reaching for the reference solutions, the checkers or the
+   gradebook; network; processes; exiting the kernel; input());
+2. `nbgrader autograde <assignment> --student <student> --force`, one submission at a time and
+   under a wall-clock limit, so a submission that hangs or crashes nbgrader costs only itself;
+3. `nbgrader generate_feedback <assignment> --force` and `nbgrader export` (grades.csv);
+4. a summary (who, what, score, flags) on stdout and in grading-report.md, with the integrity
+   report below it.
+
+A progress bar (tqdm) runs while it works. The stock nbgrader commands keep working as before.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from tqdm import tqdm
+
+# (flag, pattern over the submission's code). A flag is a reason for a human to look, not a
+# verdict: the sandbox (coursekit.sandbox) is what stops the behaviour at run time.
+INTEGRITY = [
+    ("reaches for the reference solutions or checkers",
+     re.compile(r"\bsolutions\b|\bchecks\b|\breference\b|sys\.modules|__import__|importlib")),
+    ("touches the gradebook", re.compile(r"gradebook")),
+    ("opens a network connection", re.compile(r"\bsocket\b|urllib|http\.client|\brequests\b|httpx|ftplib|smtplib")),
+    ("starts processes", re.compile(r"subprocess|os\.fork|os\.system|os\.spawn|os\.exec|os\.posix_spawn|multiprocessing|\bpty\b")),
+    ("exits the kernel", re.compile(r"\bsys\.exit\b|\bos\._exit\b|(?<![\w.])(exit|quit)\(")),
+    ("waits for keyboard input", re.compile(r"(?<![\w.])input\(")),
+    ("reads or writes files by absolute or parent path", re.compile(r"""open\(\s*(f?["'](/|\.\.)|[^)]*\.\.)""")),
+    ("calls native code directly", re.compile(r"\bctypes\b|\bcffi\b")),
+]
+
+
+@dataclass
+class Row:
+    student: str
+    assignment: str
+    score: float | None = None
+    max_score: float | None = None
+    flags: list[str] = field(default_factory=list)
+    integrity: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def scan(nb: nbformat.NotebookNode) -> list[str]:
+    """Integrity flags from the code the learner wrote or changed (every code cell)."""
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return [flag for flag, pattern in INTEGRITY if pattern.search(code)]
+
+
+def preflight(path: Path, assignment: str) -> tuple[list[str], list[str]]:
+    """(problems, integrity flags) of one submission folder's notebook."""
+    expected = path / f"{assignment}.ipynb"
+    if not expected.exists():
+        others = sorted(p.name for p in path.glob("*.ipynb"))
+        return ([f"no {expected.name} (found: {', '.join(others) or 'no notebook'})"], [])
+    if expected.stat().st_size == 0:
+        return (["empty file"], [])
+    try:
+        nb = nbformat.read(expected, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, never fatal
+        return ([f"not a readable notebook ({type(exc).__name__})"], [])
+    return ([], scan(nb))
+
+
+def nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    try:
+        return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True, text=True,
+                              env=env, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(exc.cmd, returncode=-9, stdout="", stderr=f"timed out after {timeout:.0f} s")
+
+
+def scores(root: Path, rows: list[Row]) -> None:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for row in rows:
+            try:
+                sub = gb.find_submission(row.assignment, row.student)
+            except MissingEntry:
+                continue
+            row.score, row.max_score = float(sub.score or 0.0), float(sub.max_score or 0.0)
+            for nb in sub.notebooks:
+                for grade in nb.grades:
+                    if grade.auto_score is None and grade.manual_score is None and grade.max_score:
+                        row.flags.append(f"{grade.name} not scored")
+
+
+def errors_in(root: Path, row: Row) -> list[str]:
+    """Cells of the autograded notebook that ended in an error other than a failed test."""
+    path = root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb"
+    if not path.exists():
+        return []
+    out = []
+    for cell in json.loads(path.read_text()).get("cells", []):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and output.get("ename") not in ("AssertionError", "NotImplementedError"):
+                out.append(f"{output.get('ename')} in a cell")
+                break
+    return sorted(set(out))
+
+
+def grade(root: Path, assignments: list[str] | None = None, per_submission_timeout: float = 900) -> list[Row]:
+    submitted = root / "submitted"
+    folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
+    if assignments:
+        folders = [p for p in folders if p.name in assignments]
+    known = {p.name for p in (root / "source").iterdir() if p.is_dir()}
+    for assignment in sorted({p.name for p in folders} & known):
+        # records the assignment and its grade cells in the gradebook (autograde needs them)
+        nbgrader(root, "generate_assignment", assignment, "--force")
+    rows = []
+    for folder in tqdm(folders, desc="grading", unit="submission"):
+        row = Row(folder.parent.name, folder.name)
+        rows.append(row)
+        if row.assignment not in known:
+            row.flags.append("unknown assignment")
+            continue
+        problems, row.integrity = preflight(folder, row.assignment)
+        row.flags += problems
+        t0 = time.perf_counter()
+        proc = nbgrader(root, "autograde", row.assignment, "--student", row.student, "--force",
+                        timeout=per_submission_timeout)
+        row.seconds = time.perf_counter() - t0
+        if proc.returncode != 0 and not problems:
+            row.flags.append("autograde failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:160])
+        row.flags += errors_in(root, row)
+    for assignment in sorted({r.assignment for r in rows if r.assignment in known}):
+        nbgrader(root, "generate_feedback", assignment, "--force")
+    scores(root, rows)
+    nbgrader(root, "export")
+    return rows
+
+
+def report(rows: list[Row]) -> str:
+    lines = ["| student | assignment | score | flags |", "|---|---|---|---|"]
+    for r in rows:
+        score = "-" if r.score is None else f"{r.score:g} / {r.max_score:g}"
+        lines.append(f"| {r.student} | {r.assignment} | {score} | {'; '.join(r.flags) or ''} |")
+    lines += ["", "## Integrity report", ""]
+    flagged = [r for r in rows if r.integrity]
+    if not flagged:
+        lines.append("No submission's code matched an integrity pattern.")
+    for r in flagged:
+        lines.append(f"- {r.student} / {r.assignment}: {'; '.join(r.integrity)}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("assignments", nargs="*")
+    ap.add_argument("--root", type=Path, default=Path.cwd())
+    args = ap.parse_args(argv)
+    root = args.root.resolve()
+    t0 = time.perf_counter()
+    rows = grade(root, args.assignments or None)
+    text = report(rows)
+    (root / "grading-report.md").write_text(text)
+    print(text)
+    print(f"{len(rows)} submissions graded in {time.perf_counter() - t0:.0f} s; grades.csv and grading-report.md "
+          f"written, feedback under feedback/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

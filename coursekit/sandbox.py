@@ -1,0 +1,167 @@
+"""The sandbox that learners' code runs in while it is graded (nbgrader autograde, `make check`,
+`make grade`).
+
+grader_config.py sets `c.Execute.kernel_manager_class` to `SandboxKernelManager`, so every
+grading kernel starts as `python -m coursekit.sandbox -f <connection file>` instead of
+`python -m ipykernel_launcher`. That launcher, before it starts the kernel:
+
+1. sets resource limits (kernel and any child): address space LIMITS["memory"] bytes, CPU time
+   LIMITS["cpu"] seconds (then the kernel is killed), files written at most LIMITS["file"]
+   bytes, no core dumps, and LIMITS["processes"] processes for a non-root grader;
+2. imports the course's heavy libraries (numpy, matplotlib with its font cache, torch), so that
+   their own start-up work is done before any rule applies;
+3. initialises the kernel (connection file, IPython profile and history), then installs a
+   Python audit hook (PEP 578) that, from then on, refuses with PermissionError:
+   - network: every `socket.connect`, `bind`, `sendto`, `getaddrinfo` from Python code;
+   - processes: `os.fork`, `subprocess`, `os.system`, `os.exec*`, `os.posix_spawn`, `pty`;
+   - writing, creating, renaming or deleting files outside the kernel's working folder (the
+     learner's own autograded folder) and the temp folder;
+   - opening the grading data at all: the gradebook, grades.csv, and the course root's
+     source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder.
+   Every refusal is also appended to `.sandbox-refusals.log` in the working folder.
+
+What it guarantees: well-behaved Python code (including the learner's, the libraries' and the
+checkers') cannot reach the network, start processes, write outside its folder or read other
+learners' work and the solutions; a runaway cell is stopped by the memory, CPU and file-size
+limits or by nbgrader's per-cell timeout; an exit() ends only this kernel (nbgrader scores the
+rest as errors). What it does NOT guarantee: native code (ctypes, a compiled extension) is not
+subject to audit hooks and can bypass the Python-level rules, and as root the process limit does
+not apply (the kernel refuses os.fork instead). The checkers themselves must be importable, so
+reading solutions/checks is allowed; `make grade`'s integrity scan flags code that names them.
+For hostile cohorts, grade inside a disposable container or VM as well.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from pathlib import Path
+
+from jupyter_client.ioloop import AsyncIOLoopKernelManager
+
+GiB = 1024 ** 3
+LIMITS = dict(memory=int(os.environ.get("COURSE_SANDBOX_MEMORY", 8 * GiB)),
+              cpu=int(os.environ.get("COURSE_SANDBOX_CPU", 900)),
+              file=int(os.environ.get("COURSE_SANDBOX_FILE", 64 * 1024 ** 2)),
+              processes=int(os.environ.get("COURSE_SANDBOX_PROCESSES", 64)))
+
+NETWORK = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+           "socket.gethostbyname", "socket.gethostbyaddr"}
+PROCESS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
+           "pty.spawn", "os.kill", "os.killpg"}
+FS_CHANGE = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link", "os.symlink",
+             "os.truncate", "shutil.rmtree", "shutil.move", "os.utime"}
+GRADING_DATA = ("gradebook.db", "grades.csv", "source", "submitted", "autograded", "feedback")
+
+
+class SandboxKernelManager(AsyncIOLoopKernelManager):
+    """Starts the grading kernel through this module instead of ipykernel_launcher."""
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if "ipykernel_launcher" in cmd:
+            i = cmd.index("ipykernel_launcher")
+            cmd = [sys.executable, "-m", "coursekit.sandbox", *cmd[i + 1:]]
+        return cmd
+
+
+def _limit(kind, value):
+    soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value if hard == resource.RLIM_INFINITY else hard))
+
+
+def set_limits() -> None:
+    _limit(resource.RLIMIT_AS, LIMITS["memory"])
+    _limit(resource.RLIMIT_CPU, LIMITS["cpu"])
+    _limit(resource.RLIMIT_FSIZE, LIMITS["file"])
+    _limit(resource.RLIMIT_CORE, 0)
+    if os.getuid() != 0:
+        _limit(resource.RLIMIT_NPROC, LIMITS["processes"])
+
+
+def _warm_up() -> None:
+    """Do the libraries' own start-up work (imports, font cache) before the rules apply."""
+    import numpy  # noqa: F401
+
+    try:
+        import matplotlib
+
+        matplotlib.use("module://matplotlib_inline.backend_inline")
+        import matplotlib.font_manager  # builds the font cache on a fresh machine
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
+def install_rules(workdir: Path) -> None:
+    workdir = workdir.resolve()
+    temp = Path(os.environ.get("TMPDIR", "/tmp")).resolve()
+    root = workdir.parents[2] if len(workdir.parents) > 2 else None  # <root>/autograded/<student>/<assignment>
+    blocked = [root / name for name in GRADING_DATA] if root and (root / "autograded") in workdir.parents else []
+    log = workdir / ".sandbox-refusals.log"
+    state = {"inside": False}
+
+    def inside(path, base):
+        try:
+            return path == base or base in path.parents
+        except TypeError:
+            return False
+
+    def resolve(path):
+        if isinstance(path, int):
+            return None
+        try:
+            return Path(os.fsdecode(path)).resolve()
+        except (TypeError, ValueError, OSError):
+            return None
+
+    def refuse(what):
+        if not state["inside"]:
+            state["inside"] = True
+            try:
+                with open(log, "a") as f:
+                    f.write(what + "\n")
+            finally:
+                state["inside"] = False
+        raise PermissionError(f"not allowed while grading: {what}")
+
+    def hook(event, args):
+        if state["inside"]:
+            return
+        if event in NETWORK:
+            refuse(f"network ({event})")
+        elif event in PROCESS:
+            refuse(f"starting processes ({event})")
+        elif event == "open" or event in FS_CHANGE:
+            path = resolve(args[0]) if args else None
+            if path is None:
+                return
+            writing = event != "open" or (isinstance(args[1], str) and any(m in args[1] for m in "wax+")) or (
+                isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
+            if any(inside(path, b) for b in blocked) and not inside(path, workdir):
+                refuse(f"opening grading data ({path})")
+            if writing and not (inside(path, workdir) or inside(path, temp) or str(path).startswith("/dev/")):
+                refuse(f"writing outside the learner's folder ({path})")
+
+    sys.addaudithook(hook)
+
+
+def main() -> None:
+    set_limits()
+    _warm_up()
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    app.initialize(sys.argv[1:])  # reads the connection file, sets up IPython's profile and history
+    install_rules(Path.cwd())
+    app.start()
+
+
+if __name__ == "__main__":
+    main()

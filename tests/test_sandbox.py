@@ -1,0 +1,91 @@
+"""Each guarantee of the grading sandbox (coursekit/sandbox.py), tested on a real kernel started
+the way nbgrader starts it (nbclient with grader_config's kernel manager class)."""
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture()
+def course(tmp_path):
+    """A course root laid out as nbgrader's: the kernel runs in autograded/alice/01_x."""
+    (tmp_path / "gradebook.db").write_text("grades")
+    for folder in ("source/01_x", "submitted/bob/01_x", "autograded/bob/01_x", "autograded/alice/01_x"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "source/01_x/01_x.ipynb").write_text("solutions")
+    (tmp_path / "autograded/bob/01_x/01_x.ipynb").write_text("bob's work")
+    return tmp_path
+
+
+def run(cells, workdir, timeout=60):
+    """Outputs per cell: 'ok: <text>' or '<ExceptionName>: <message>'; 'DEAD' if the kernel died."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    client = NotebookClient(nb, timeout=timeout, allow_errors=True,
+                            kernel_manager_class="coursekit.sandbox.SandboxKernelManager",
+                            resources={"metadata": {"path": str(workdir)}})
+    try:
+        client.execute()
+    except DeadKernelError:
+        return ["DEAD"]
+    out = []
+    for cell in nb.cells:
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if errors:
+            out.append(f"{errors[0].ename}: {errors[0].evalue}")
+        else:
+            out.append("ok: " + "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream"))
+    return out
+
+
+def test_grader_config_uses_the_sandbox():
+    assert 'kernel_manager_class = "coursekit.sandbox.SandboxKernelManager"' in (REPO / "grader_config.py").read_text()
+
+
+def test_files_own_folder_yes_elsewhere_no(course):
+    probe = REPO / "sandbox-probe.txt"
+    out = run(["open('mine.txt', 'w').write('ok'); print(open('mine.txt').read())",
+               f"open({str(probe)!r}, 'w')",
+               "import os; os.remove('/nonexistent-sandbox-probe/x')",
+               "open('../../../gradebook.db').read()",
+               "open('../../bob/01_x/01_x.ipynb').read()",
+               "open('../../../source/01_x/01_x.ipynb').read()",
+               "import os; os.listdir('../../bob/01_x')"],
+              course / "autograded/alice/01_x")
+    assert out[0] == "ok: ok\n"
+    assert out[1].startswith("PermissionError") and "writing outside" in out[1] and not probe.exists()
+    assert out[2].startswith("PermissionError")
+    for result in out[3:6]:
+        assert result.startswith("PermissionError") and "grading data" in result, result
+    assert (course / "gradebook.db").read_text() == "grades"
+    assert (course / "autograded/alice/01_x/.sandbox-refusals.log").read_text().count("\n") >= 5
+
+
+def test_no_network_no_processes(course):
+    out = run(["import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)",
+               "import urllib.request; urllib.request.urlopen('http://example.com', timeout=1)",
+               "import subprocess; subprocess.run(['true'])",
+               "import os; os.fork()",
+               "import os; os.system('true')",
+               "import os, signal; os.kill(os.getppid(), signal.SIGTERM)"],
+              course / "autograded/alice/01_x")
+    assert all(o.startswith(("PermissionError", "URLError")) and "not allowed" in o for o in out), out
+
+
+def test_memory_and_file_size_limits(course):
+    out = run(["import numpy as np; a = np.ones(16 * 1024**3 // 8)",
+               "open('big.bin', 'wb').write(b'0' * 100_000_000)",
+               "import torch, numpy; print(float(torch.ones(3).sum()), numpy.zeros(1_000_000).size)"],
+              course / "autograded/alice/01_x")
+    assert out[0].startswith("MemoryError"), out[0]
+    assert out[1].startswith("OSError") and "too large" in out[1], out[1]
+    assert out[2] == "ok: 3.0 1000000\n"  # the course's libraries work inside the sandbox
+
+
+def test_cpu_limit_kills_a_runaway_kernel(course, monkeypatch):
+    monkeypatch.setenv("COURSE_SANDBOX_CPU", "5")
+    assert run(["while True:\n    pass"], course / "autograded/alice/01_x", timeout=120) == ["DEAD"]
