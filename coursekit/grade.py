@@ -102,25 +102,56 @@ def scores(root: Path, rows: list[Row]) -> None:
                         row.flags.append(f"{grade.name} not scored")
 
 
+ERRORS = {  # exception in a cell of the autograded notebook -> what the summary says
+    "CellTimeoutError": "a cell ran past the time limit and was interrupted",
+    "KeyboardInterrupt": None,  # the interrupt that follows a timeout: already said
+    "MemoryError": "MemoryError in a cell (the sandbox's memory limit)",
+    "PermissionError": "PermissionError in a cell (refused by the grading sandbox)",
+    "StdinNotImplementedError": "input() in a cell: there is no keyboard while grading",
+    "SystemExit": "exit() or sys.exit() in a cell",
+    "NameError": None,  # the usual consequence of an earlier failing cell
+}
+FAILURES = [  # text in nbgrader's output when autograde gave up on a notebook -> what to say
+    ("Kernel died", "the kernel died (os._exit, a crash, or a limit): the notebook could not be graded"),
+    ("DeadKernelError", "the kernel died (os._exit, a crash, or a limit): the notebook could not be graded"),
+    ("uplicate", "a graded cell appears twice (duplicated cell): nbgrader refuses the notebook"),
+]
+
+
 def errors_in(root: Path, row: Row) -> list[str]:
-    """Cells of the autograded notebook that ended in an error other than a failed test."""
+    """What went wrong in cells of the autograded notebook, other than failed tests."""
     path = root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb"
     if not path.exists():
         return []
     out = []
     for cell in json.loads(path.read_text()).get("cells", []):
         for output in cell.get("outputs", []):
-            if output.get("output_type") == "error" and output.get("ename") not in ("AssertionError", "NotImplementedError"):
-                out.append(f"{output.get('ename')} in a cell")
+            ename = output.get("ename")
+            if output.get("output_type") == "error" and ename not in ("AssertionError", "NotImplementedError"):
+                message = ERRORS.get(ename, f"{ename} in a cell")
+                if message and message not in out:
+                    out.append(message)
                 break
-    return sorted(set(out))
+    return out
 
 
-def grade(root: Path, assignments: list[str] | None = None, per_submission_timeout: float = 900) -> list[Row]:
+def failure_reason(proc: subprocess.CompletedProcess) -> str:
+    text = proc.stdout + proc.stderr
+    for needle, message in FAILURES:
+        if needle in text:
+            return message
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    return "autograde failed: " + (lines[-1][:160] if lines else f"exit status {proc.returncode}")
+
+
+def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
+          per_submission_timeout: float = 900) -> list[Row]:
     submitted = root / "submitted"
     folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
     if assignments:
         folders = [p for p in folders if p.name in assignments]
+    if students:
+        folders = [p for p in folders if p.parent.name in students]
     known = {p.name for p in (root / "source").iterdir() if p.is_dir()}
     for assignment in sorted({p.name for p in folders} & known):
         # records the assignment and its grade cells in the gradebook (autograde needs them)
@@ -139,7 +170,9 @@ def grade(root: Path, assignments: list[str] | None = None, per_submission_timeo
                         timeout=per_submission_timeout)
         row.seconds = time.perf_counter() - t0
         if proc.returncode != 0 and not problems:
-            row.flags.append("autograde failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:160])
+            row.flags.append(failure_reason(proc))
+        elif not problems and not (root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb").exists():
+            row.flags.append(failure_reason(proc))
         row.flags += errors_in(root, row)
     for assignment in sorted({r.assignment for r in rows if r.assignment in known}):
         nbgrader(root, "generate_feedback", assignment, "--force")
@@ -165,11 +198,12 @@ def report(rows: list[Row]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("assignments", nargs="*")
+    ap.add_argument("--student", action="append", help="grade only this student (repeatable)")
     ap.add_argument("--root", type=Path, default=Path.cwd())
     args = ap.parse_args(argv)
     root = args.root.resolve()
     t0 = time.perf_counter()
-    rows = grade(root, args.assignments or None)
+    rows = grade(root, args.assignments or None, args.student)
     text = report(rows)
     (root / "grading-report.md").write_text(text)
     print(text)

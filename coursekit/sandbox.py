@@ -8,8 +8,8 @@ grading kernel starts as `python -m coursekit.sandbox -f <connection file>` inst
 1. sets resource limits (kernel and any child): address space LIMITS["memory"] bytes, CPU time
    LIMITS["cpu"] seconds (then the kernel is killed), files written at most LIMITS["file"]
    bytes, no core dumps, and LIMITS["processes"] processes for a non-root grader;
-2. imports the course's heavy libraries (numpy, matplotlib with its font cache, torch), so that
-   their own start-up work is done before any rule applies;
+2. imports numpy and matplotlib (building its font cache on a fresh machine), so that their
+   own start-up work is done before any rule applies (torch imports fine under the rules);
 3. initialises the kernel (connection file, IPython profile and history), then installs a
    Python audit hook (PEP 578) that, from then on, refuses with PermissionError:
    - network: every `socket.connect`, `bind`, `sendto`, `getaddrinfo` from Python code;
@@ -91,10 +91,6 @@ def _warm_up() -> None:
         matplotlib.use("module://matplotlib_inline.backend_inline")
         import matplotlib.font_manager  # builds the font cache on a fresh machine
         import matplotlib.pyplot  # noqa: F401
-    except ImportError:
-        pass
-    try:
-        import torch  # noqa: F401
     except ImportError:
         pass
 
