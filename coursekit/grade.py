@@ -34,7 +34,7 @@ from tqdm import tqdm
 # verdict: the sandbox (coursekit.sandbox) is what stops the behaviour at run time.
 INTEGRITY = [
     ("reaches for the reference solutions or checkers",
-     re.compile(r"\bsolutions\b|\bchecks\b|\breference\b|sys\.modules|__import__|importlib")),
+     re.compile(r"\bsolutions\b|checks\.a0|sys\.modules|__import__|importlib")),
     ("touches the gradebook", re.compile(r"gradebook")),
     ("opens a network connection", re.compile(r"\bsocket\b|urllib|http\.client|\brequests\b|httpx|ftplib|smtplib")),
     ("starts processes", re.compile(r"subprocess|os\.fork|os\.system|os\.spawn|os\.exec|os\.posix_spawn|multiprocessing|\bpty\b")),
@@ -96,6 +96,8 @@ def scores(root: Path, rows: list[Row]) -> None:
             except MissingEntry:
                 continue
             row.score, row.max_score = float(sub.score or 0.0), float(sub.max_score or 0.0)
+            if row.flags:
+                continue  # the reason is already there
             for nb in sub.notebooks:
                 for grade in nb.grades:
                     if grade.auto_score is None and grade.manual_score is None and grade.max_score:
@@ -112,9 +114,10 @@ ERRORS = {  # exception in a cell of the autograded notebook -> what the summary
     "NameError": None,  # the usual consequence of an earlier failing cell
 }
 FAILURES = [  # text in nbgrader's output when autograde gave up on a notebook -> what to say
-    ("Kernel died", "the kernel died (os._exit, a crash, or a limit): the notebook could not be graded"),
-    ("DeadKernelError", "the kernel died (os._exit, a crash, or a limit): the notebook could not be graded"),
+    ("Kernel died", "the kernel died (e.g. os._exit, a crash, or a limit): the notebook could not be graded"),
+    ("DeadKernelError", "the kernel died (e.g. os._exit, a crash, or a limit): the notebook could not be graded"),
     ("uplicate", "a graded cell appears twice (duplicated cell): nbgrader refuses the notebook"),
+    ("CellTimeoutError", "the kernel stopped answering (it died, e.g. os._exit, or hung): the notebook could not be graded"),
 ]
 
 
@@ -131,7 +134,6 @@ def errors_in(root: Path, row: Row) -> list[str]:
                 message = ERRORS.get(ename, f"{ename} in a cell")
                 if message and message not in out:
                     out.append(message)
-                break
     return out
 
 

@@ -149,6 +149,7 @@ def install_rules(workdir: Path) -> None:
 
 
 def main() -> None:
+    os.environ["COURSE_GRADING"] = "1"  # helpers may shorten their timing runs while grading
     set_limits()
     _warm_up()
     from ipykernel.kernelapp import IPKernelApp

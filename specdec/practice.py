@@ -18,6 +18,7 @@ acceptance that notebook 05's `expected_tokens_positional` consumes.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Callable
@@ -26,6 +27,9 @@ import torch
 
 from specdec.model import TinyGPT, encode
 
+# While a notebook is being graded (the grading sandbox sets COURSE_GRADING), timings only need
+# to run, not to be precise: one repeat instead of several keeps a cohort's grading fast.
+GRADING = bool(os.environ.get("COURSE_GRADING"))
 MAX_ADAPTIVE_K = 16  # the cap of the adaptive schedule (Hugging Face caps it too, by max_length)
 
 
@@ -199,6 +203,7 @@ def pass_costs(target: TinyGPT, positions=range(1, 10), batches=(1,), repeats=9)
     and the costs are ratios of those minima."""
     ids = encode("class Config:\n    def __init__(self, path):\n        self.path = path\n" * 4).to(target.device)
     shapes = [(b, k) for b in batches for k in sorted(set(positions) | {1})]
+    repeats = 1 if GRADING else repeats
     best = {s: float("inf") for s in shapes}
     for r in range(repeats):
         for b, k in shapes[r % len(shapes):] + shapes[:r % len(shapes)]:
@@ -227,6 +232,7 @@ def compare(target: TinyGPT, proposers: dict, workloads: dict, n: int, K: int = 
     target: fastest of `repeats` runs each. Rows: workload, proposer, schedule, alpha (accepted /
     tested drafts), tokens_per_round, mean_K, speedup."""
     schedules = schedules or {f"K={K}": dict(K=K)}
+    repeats = 1 if GRADING else repeats
     rows = []
     for wname, prompt in workloads.items():
         for pname, proposer in proposers.items():

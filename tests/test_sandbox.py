@@ -47,7 +47,8 @@ def test_grader_config_uses_the_sandbox():
 
 
 def test_files_own_folder_yes_elsewhere_no(course):
-    probe = REPO / "sandbox-probe.txt"
+    probe = Path.home() / "sandbox-probe.txt"  # outside the folder and the temp dir (a CI clone may sit in /tmp)
+    probe.unlink(missing_ok=True)
     out = run(["open('mine.txt', 'w').write('ok'); print(open('mine.txt').read())",
                f"open({str(probe)!r}, 'w')",
                "import os; os.remove('/nonexistent-sandbox-probe/x')",
