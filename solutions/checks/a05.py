@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import SEED, as_float_array, call, close, diagnose, fail
+from solutions.checks.a02 import _tokens  # closed-form expected tokens, alpha = 1 handled
 from solutions.reference import a05_speculation_in_practice as ref
 
 # ---------------------------------------------------------------- expected_tokens_positional
@@ -79,12 +80,6 @@ ALPHAS = (0.0, 0.2, 0.5, 0.7, 0.85, 0.95, 0.999999, 1.0)
 KS = (0, 1, 2, 3, 5, 8)
 CS = (0.0, 0.05, 0.3)
 VS = (1.0, 1.3, 2.5, 6.0)
-
-
-def _tokens(a, K):
-    a = np.asarray(a, dtype=float)
-    with np.errstate(all="ignore"):
-        return np.where(a == 1.0, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
 
 
 def check_speedup_general(speedup_general) -> None:
@@ -161,54 +156,23 @@ def _cases(rng):
     return cases
 
 
-def _first_occurrence(ctx, K, n):
+def _lookup(ctx, K, n, latest=True, shift=0, cap=True, overlap=True):
+    """Prompt lookup with one known mistake switched on: the first occurrence instead of the most
+    recent, a proposal shifted by `shift` tokens, no cap at K, or occurrences that overlap the
+    suffix refused."""
     if K <= 0 or len(ctx) <= n:
         return []
-    for s in range(0, len(ctx) - n):
+    last = len(ctx) - n - 1 if overlap else len(ctx) - 2 * n
+    for s in (range(last, -1, -1) if latest else range(0, last + 1)):
         if ctx[s:s + n] == ctx[-n:]:
-            return ctx[s + n:s + n + K]
-    return []
-
-
-def _itself(ctx, K, n):
-    if K <= 0 or len(ctx) <= n:
-        return []
-    for s in range(len(ctx) - n - 1, -1, -1):
-        if ctx[s:s + n] == ctx[-n:]:
-            return ctx[s:s + K]
-    return []
-
-
-def _off_by_one(ctx, K, n):
-    if K <= 0 or len(ctx) <= n:
-        return []
-    for s in range(len(ctx) - n - 1, -1, -1):
-        if ctx[s:s + n] == ctx[-n:]:
-            return ctx[s + n - 1:s + n - 1 + K]
-    return []
-
-
-def _no_cap(ctx, K, n):
-    if K <= 0 or len(ctx) <= n:
-        return []
-    for s in range(len(ctx) - n - 1, -1, -1):
-        if ctx[s:s + n] == ctx[-n:]:
-            return ctx[s + n:]
+            start = s + n + shift
+            return ctx[start:start + K] if cap else ctx[start:]
     return []
 
 
 def _all_or_nothing(ctx, K, n):
     out = ref.ngram_propose(ctx, K, n)
     return out if len(out) == K else []
-
-
-def _no_overlap(ctx, K, n):
-    if K <= 0 or len(ctx) <= n:
-        return []
-    for s in range(len(ctx) - 2 * n, -1, -1):  # only occurrences that end before the suffix starts
-        if ctx[s:s + n] == ctx[-n:]:
-            return ctx[s + n:s + n + K]
-    return []
 
 
 def _n2(ctx, K, n):
@@ -248,9 +212,12 @@ def check_ngram_propose(ngram_propose) -> None:
         fail(f"ngram_propose: {HINT_NG_LONG}")
     if all(g == [] for g in got):
         fail(f"ngram_propose: {HINT_NG_SELF}")
-    for hint, wrong in ((HINT_NG_ITSELF, _itself), (HINT_NG_FIRST, _first_occurrence),
-                        (HINT_NG_OFF_BY_ONE, _off_by_one), (HINT_NG_ALL_OR_NOTHING, _all_or_nothing),
-                        (HINT_NG_IGNORES_N, _n2), (HINT_NG_LONG, _no_cap), (HINT_NG_NO_OVERLAP, _no_overlap)):
+    for hint, wrong in ((HINT_NG_ITSELF, lambda c, K, n: _lookup(c, K, n, shift=-n)),
+                        (HINT_NG_FIRST, lambda c, K, n: _lookup(c, K, n, latest=False)),
+                        (HINT_NG_OFF_BY_ONE, lambda c, K, n: _lookup(c, K, n, shift=-1)),
+                        (HINT_NG_ALL_OR_NOTHING, _all_or_nothing), (HINT_NG_IGNORES_N, _n2),
+                        (HINT_NG_LONG, lambda c, K, n: _lookup(c, K, n, cap=False)),
+                        (HINT_NG_NO_OVERLAP, lambda c, K, n: _lookup(c, K, n, overlap=False))):
         if all(g == wrong(list(ctx), K, n) for g, (ctx, K, n) in zip(got, cases)):
             fail(f"ngram_propose: {hint}")
     i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
