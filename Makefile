@@ -10,7 +10,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 # Jupyter refuses to run as root unless told (containers, CI machines).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help lab test check release sync strip venv clean bench-formulas bench train heads grade
+.PHONY: help lab test check release sync strip venv clean bench-formulas bench bench-grade train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ grade: $(STAMP) ## instructors: autograde every submission under submitted/, fee
 
 bench: $(STAMP) ## time plain vs speculative decoding on the shipped pair, K = 0..8, T = 0 and 1
 	$(BIN)/python benchmarks/speculative.py
+
+bench-grade: $(STAMP) ## time grading a 30-learner cohort, and serial vs parallel grading side by side
+	$(BIN)/python benchmarks/grading.py
 
 bench-formulas: $(STAMP) ## time the vectorised formulas behind the explorer (1000 x 1000 grid)
 	$(BIN)/python benchmarks/formula_speed.py

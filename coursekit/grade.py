@@ -7,13 +7,26 @@ For every submitted/<student>/<assignment>/ under the course root (nbgrader's la
 1. preflight: the notebook is there under its expected name and parses as a notebook; its code
    is scanned for integrity flags (reaching for the reference solutions, the checkers or the
    gradebook; network; processes; exiting the kernel; input());
-2. `nbgrader autograde <assignment> --student <student> --force`, one submission at a time and
+2. `nbgrader autograde <assignment> --student <student> --force`, one submission per call and
    under a wall-clock limit, so a submission that hangs or crashes nbgrader costs only itself;
 3. `nbgrader generate_feedback <assignment> --force` and `nbgrader export` (grades.csv);
 4. a summary (who, what, score, flags) on stdout and in grading-report.md, with the integrity
    report below it.
 
 A progress bar (tqdm) runs while it works. The stock nbgrader commands keep working as before.
+
+Parallel grading (`--jobs N`, default: one per CPU core). nbgrader's gradebook is one SQLite
+file, so concurrent autograde processes on one course root would contend for it. Instead each
+learner is graded in a scratch course root of their own, .grading/<student>/ inside the course
+root (a copy of the configuration, source/, the gradebook and that learner's submitted/
+folder), up to N learners at a time: autograde, then feedback. When a learner is done, the main
+process alone merges the result back: their autograded/ and feedback/ folders are copied over,
+and the submission's scores and comments are copied into the course gradebook through
+nbgrader's own API, keyed by name (assignment, notebook, cell, student), never by database row.
+Scores are the same as with `--jobs 1`, which runs stock `nbgrader autograde` in the course root
+itself; a test grades the hostile corpus both ways. Each grading kernel gets cores/N BLAS
+threads, so N kernels do not oversubscribe the CPU, and the sandbox protects the course root's
+grading data and the other learners' scratch roots as well as its own.
 """
 from __future__ import annotations
 
@@ -21,7 +34,10 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,6 +45,8 @@ from pathlib import Path
 
 import nbformat
 from tqdm import tqdm
+
+from coursekit.sandbox import SCRATCH_ROOTS as SCRATCH  # per-learner roots, inside the course root
 
 # (flag, pattern over the submission's code). A flag is a reason for a human to look, not a
 # verdict: the sandbox (coursekit.sandbox) is what stops the behaviour at run time.
@@ -77,8 +95,12 @@ def preflight(path: Path, assignment: str) -> tuple[list[str], list[str]]:
     return ([], scan(nb))
 
 
-def nbgrader(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+
+def nbgrader(root: Path, *args: str, timeout: float | None = None,
+             env: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **(env or {}))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     try:
         return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True, text=True,
                               env=env, timeout=timeout)
@@ -146,8 +168,88 @@ def failure_reason(proc: subprocess.CompletedProcess) -> str:
     return "autograde failed: " + (lines[-1][:160] if lines else f"exit status {proc.returncode}")
 
 
+def _autograde(root: Path, row: Row, folder: Path, timeout: float, env: dict | None = None) -> None:
+    """Preflight and autograde one submission in course root `root` (flags go on `row`)."""
+    problems, row.integrity = preflight(folder, row.assignment)
+    row.flags += problems
+    t0 = time.perf_counter()
+    proc = nbgrader(root, "autograde", row.assignment, "--student", row.student, "--force",
+                    timeout=timeout, env=env)
+    row.seconds = time.perf_counter() - t0
+    if proc.returncode != 0 and not problems:
+        row.flags.append(failure_reason(proc))
+    elif not problems and not (root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb").exists():
+        row.flags.append(failure_reason(proc))
+
+
+def _scratch_root(root: Path, student: str, assignments: set[str]) -> Path:
+    """A course root for one learner: configuration, source/, a copy of the gradebook, their submissions."""
+    scratch = root / SCRATCH / student
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    for config in ("nbgrader_config.py", "grader_config.py"):
+        if (root / config).exists():
+            shutil.copy(root / config, scratch / config)
+    for assignment in assignments:
+        shutil.copytree(root / "source" / assignment, scratch / "source" / assignment)
+        shutil.copytree(root / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
+    shutil.copy(root / "gradebook.db", scratch / "gradebook.db")
+    return scratch
+
+
+def merge_gradebook(into: Path, source: Path, pairs: list[tuple[str, str]]) -> None:
+    """Copy the submissions `pairs` ((assignment, student)) from gradebook `source` into gradebook
+    `into`, replacing what `into` had for them: timestamps, flags, every grade's scores and every
+    comment. Rows are found by name through nbgrader's API, so the two databases' row ids never
+    matter. A submission that `source` does not have (nbgrader never recorded it) is left alone."""
+    import warnings
+
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning
+
+    # nbgrader's add_submission builds rows before adding them to the session, which SQLAlchemy
+    # warns about (stock autograde does the same, out of sight); the rows are stored correctly.
+    warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
+    with Gradebook(f"sqlite:///{source}") as src, Gradebook(f"sqlite:///{into}") as dst:
+        for assignment, student in pairs:
+            try:
+                sub = src.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            who = sub.student
+            dst.update_or_create_student(student, first_name=who.first_name, last_name=who.last_name,
+                                         email=who.email, lms_user_id=who.lms_user_id)
+            dst.update_or_create_submission(assignment, student, timestamp=sub.timestamp, extension=sub.extension)
+            for nb in sub.notebooks:
+                target = dst.find_submission_notebook(nb.name, assignment, student)
+                target.flagged, target.late_submission_penalty = nb.flagged, nb.late_submission_penalty
+                for g in nb.grades:
+                    t = dst.find_grade(g.name, nb.name, assignment, student)
+                    t.auto_score, t.manual_score, t.extra_credit = g.auto_score, g.manual_score, g.extra_credit
+                    t.needs_manual_grade = g.needs_manual_grade
+                for c in nb.comments:
+                    t = dst.find_comment(c.name, nb.name, assignment, student)
+                    t.auto_comment, t.manual_comment = c.auto_comment, c.manual_comment
+            dst.db.commit()
+
+
+def _merge(root: Path, scratch: Path, rows: list[Row]) -> None:
+    for row in rows:
+        for kind in ("autograded", "feedback"):
+            src, dst = (r / kind / row.student / row.assignment for r in (scratch, root))
+            if dst.exists():
+                shutil.rmtree(dst)
+            if src.exists():
+                shutil.copytree(src, dst)
+    merge_gradebook(root / "gradebook.db", scratch / "gradebook.db", [(r.assignment, r.student) for r in rows])
+    shutil.rmtree(scratch)
+
+
 def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
-          per_submission_timeout: float = 900) -> list[Row]:
+          per_submission_timeout: float = 900, jobs: int = 1) -> list[Row]:
+    """Grade the submissions under root/submitted (all, or only these assignments/students);
+    `jobs` learners at a time (1: stock nbgrader in `root` itself, one submission after another)."""
     submitted = root / "submitted"
     folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
     if assignments:
@@ -158,26 +260,53 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     for assignment in sorted({p.name for p in folders} & known):
         # records the assignment and its grade cells in the gradebook (autograde needs them)
         nbgrader(root, "generate_assignment", assignment, "--force")
-    rows = []
-    for folder in tqdm(folders, desc="grading", unit="submission"):
+    rows, todo = [], []
+    for folder in folders:
         row = Row(folder.parent.name, folder.name)
         rows.append(row)
         if row.assignment not in known:
             row.flags.append("unknown assignment")
-            continue
-        problems, row.integrity = preflight(folder, row.assignment)
-        row.flags += problems
-        t0 = time.perf_counter()
-        proc = nbgrader(root, "autograde", row.assignment, "--student", row.student, "--force",
-                        timeout=per_submission_timeout)
-        row.seconds = time.perf_counter() - t0
-        if proc.returncode != 0 and not problems:
-            row.flags.append(failure_reason(proc))
-        elif not problems and not (root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb").exists():
-            row.flags.append(failure_reason(proc))
+        else:
+            todo.append((row, folder))
+    bar = tqdm(total=len(rows), desc="grading", unit="submission")
+    bar.update(len(rows) - len(todo))
+    by_student: dict[str, list[tuple[Row, Path]]] = {}
+    for row, folder in todo:
+        by_student.setdefault(row.student, []).append((row, folder))
+    jobs = max(1, min(jobs, len(by_student)))
+    if jobs == 1:
+        for row, folder in todo:
+            _autograde(root, row, folder, per_submission_timeout)
+            bar.update()
+    else:
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+        env = {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        env["COURSE_SANDBOX_PROTECT"] = str(root)  # the sandbox also guards the course root's grading data
+        lock = threading.Lock()
+
+        def learner(student: str, work: list[tuple[Row, Path]]) -> Path:
+            scratch = _scratch_root(root, student, {row.assignment for row, _ in work})
+            for row, folder in work:
+                _autograde(scratch, row, scratch / "submitted" / student / row.assignment,
+                           per_submission_timeout, env)
+                if (scratch / "autograded" / student / row.assignment).exists():
+                    nbgrader(scratch, "generate_feedback", row.assignment, "--student", student, "--force", env=env)
+                with lock:
+                    bar.update()
+            return scratch
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(learner, student, work): work for student, work in by_student.items()}
+            for future in as_completed(futures):  # merged by this thread alone, one learner at a time
+                _merge(root, future.result(), [row for row, _ in futures[future]])
+        if (root / SCRATCH).exists() and not any((root / SCRATCH).iterdir()):
+            (root / SCRATCH).rmdir()
+    bar.close()
+    for row, _ in todo:
         row.flags += errors_in(root, row)
-    for assignment in sorted({r.assignment for r in rows if r.assignment in known}):
-        nbgrader(root, "generate_feedback", assignment, "--force")
+    if jobs == 1:  # (in parallel, each learner's feedback was made in their scratch root)
+        for assignment in sorted({r.assignment for r in rows if r.assignment in known}):
+            nbgrader(root, "generate_feedback", assignment, "--force")
     scores(root, rows)
     nbgrader(root, "export")
     return rows
@@ -202,10 +331,12 @@ def main(argv=None) -> int:
     ap.add_argument("assignments", nargs="*")
     ap.add_argument("--student", action="append", help="grade only this student (repeatable)")
     ap.add_argument("--root", type=Path, default=Path.cwd())
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="learners graded at the same time, each in its own scratch root (default: CPU cores)")
     args = ap.parse_args(argv)
     root = args.root.resolve()
     t0 = time.perf_counter()
-    rows = grade(root, args.assignments or None, args.student)
+    rows = grade(root, args.assignments or None, args.student, jobs=args.jobs)
     text = report(rows)
     (root / "grading-report.md").write_text(text)
     print(text)

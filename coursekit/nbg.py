@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 
 from coursekit.paths import GRADER_CONFIG, NBGRADER_CONFIG, SOURCE
+from coursekit.reference import strip_markers
 
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 
@@ -142,3 +143,18 @@ def _one_line(ename: str, evalue: str) -> str:
     if ename == "NotImplementedError":
         return "not implemented yet: replace `raise NotImplementedError()` with your code."
     return f"{ename}: {evalue}" if evalue else ename
+
+
+def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path) -> Path:
+    """The release notebook with the source's solution cells pasted in (markers removed), the way a
+    learner who wrote the reference answers would hand it in."""
+    src = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(source_nb, as_version=4).cells
+           if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(release_nb, as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in src:
+            cell.source = strip_markers(src[gid])
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return dest

@@ -16,8 +16,10 @@ grading kernel starts as `python -m coursekit.sandbox -f <connection file>` inst
    - processes: `os.fork`, `subprocess`, `os.system`, `os.exec*`, `os.posix_spawn`, `pty`;
    - writing, creating, renaming or deleting files outside the kernel's working folder (the
      learner's own autograded folder) and the temp folder;
-   - opening the grading data at all: the gradebook, grades.csv, and the course root's
-     source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder.
+   - opening or listing the grading data at all: the gradebook, grades.csv, and the course root's
+     source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder;
+     under parallel grading (`make grade`, coursekit.grade) the same for the main course root
+     named by COURSE_SANDBOX_PROTECT, and its .grading/ folder of other learners' scratch roots.
    Every refusal is also appended to `.sandbox-refusals.log` in the working folder.
 
 What it guarantees: well-behaved Python code (including the learner's, the libraries' and the
@@ -38,6 +40,7 @@ import sys
 from pathlib import Path
 
 from jupyter_client.ioloop import AsyncIOLoopKernelManager
+from traitlets import Bool
 
 GiB = 1024 ** 3
 LIMITS = dict(memory=int(os.environ.get("COURSE_SANDBOX_MEMORY", 8 * GiB)),
@@ -52,10 +55,17 @@ PROCESS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "o
 FS_CHANGE = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link", "os.symlink",
              "os.truncate", "shutil.rmtree", "shutil.move", "os.utime"}
 GRADING_DATA = ("gradebook.db", "grades.csv", "source", "submitted", "autograded", "feedback")
+SCRATCH_ROOTS = ".grading"  # where parallel grading puts each learner's scratch course root
 
 
 class SandboxKernelManager(AsyncIOLoopKernelManager):
-    """Starts the grading kernel through this module instead of ipykernel_launcher."""
+    """Starts the grading kernel through this module instead of ipykernel_launcher.
+
+    A grading kernel that dies (os._exit, a limit) stays dead: with jupyter_client's default
+    auto-restart, a fresh kernel sometimes replaced it before nbclient noticed the death, and the
+    cell then waited out the timeout for a reply that never came instead of failing at once."""
+
+    autorestart = Bool(False, config=True, help="Restart a grading kernel that dies (no: report it).")
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
@@ -100,6 +110,9 @@ def install_rules(workdir: Path) -> None:
     temp = Path(os.environ.get("TMPDIR", "/tmp")).resolve()
     root = workdir.parents[2] if len(workdir.parents) > 2 else None  # <root>/autograded/<student>/<assignment>
     blocked = [root / name for name in GRADING_DATA] if root and (root / "autograded") in workdir.parents else []
+    if os.environ.get("COURSE_SANDBOX_PROTECT"):  # parallel grading: the main course root too
+        main_root = Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve()
+        blocked += [main_root / name for name in (*GRADING_DATA, SCRATCH_ROOTS)]
     log = workdir / ".sandbox-refusals.log"
     state = {"inside": False}
 
@@ -134,6 +147,10 @@ def install_rules(workdir: Path) -> None:
             refuse(f"network ({event})")
         elif event in PROCESS:
             refuse(f"starting processes ({event})")
+        elif event in ("os.listdir", "os.scandir"):
+            path = resolve(args[0]) if args and args[0] is not None else None
+            if path is not None and any(inside(path, b) for b in blocked) and not inside(path, workdir):
+                refuse(f"listing grading data ({path})")
         elif event == "open" or event in FS_CHANGE:
             path = resolve(args[0]) if args else None
             if path is None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit.reference import strip_markers
+from coursekit.nbg import with_reference_answers  # noqa: F401 - used by the tests
 
 
 def _names(code) -> set:
@@ -47,21 +47,6 @@ def fill(release_nb: Path, answers: dict, dest: Path) -> Path:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid in answers:
             cell.source = function_as(answers[gid], gid)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, dest)
-    return dest
-
-
-def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path) -> Path:
-    """The release notebook with the source's solution cells pasted in (markers removed), the way a
-    learner who wrote the reference answers would hand it in."""
-    src = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(source_nb, as_version=4).cells
-           if c.metadata.get("nbgrader", {}).get("solution")}
-    nb = nbformat.read(release_nb, as_version=4)
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in src:
-            cell.source = strip_markers(src[gid])
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, dest)
     return dest

@@ -86,6 +86,14 @@ NOTEBOOK_CASES = {
     "network": (_prepend("import socket\nsocket.create_connection(('10.255.255.1', 80), timeout=3)"), None,
                 "refused by the grading sandbox"),
     "fork_bomb": (_prepend("import os\nwhile True:\n    os.fork()"), None, "refused by the grading sandbox"),
+    # Walks up from its folder and tries to read every gradebook and list every submitted/ folder
+    # it passes (its scratch root's and, under parallel grading, the course root's): each attempt
+    # is refused, so nothing leaks and its answers score normally.
+    "hunts_gradebooks": (_prepend(
+        "from pathlib import Path\nleaked = []\nfor up in Path.cwd().parents:\n"
+        "    for attempt in (lambda: open(up / 'gradebook.db', 'rb').read(16), lambda: list((up / 'submitted').iterdir())):\n"
+        "        try:\n            leaked.append(attempt())\n        except OSError:\n            pass\n"
+        "assert not leaked, leaked"), FULL, "touches the gradebook"),
 }
 FILE_CASES = {  # student: (file name, bytes, expected score, phrase)
     "invalid_json": (f"{A}.ipynb", b"{ this is not json", 0, "not a readable notebook"),
@@ -118,16 +126,18 @@ def corpus(tmp_path_factory):
         nbformat.write(nb, folder / name)
 
     submit("good", f"{A}.ipynb")
-    alone = {r.student: r for r in grade(root, [A])}["good"]
+    alone = {r.student: r for r in grade(root, [A], jobs=1)}["good"]
     for student, (edit, _, _) in NOTEBOOK_CASES.items():
         submit(student, f"{A}.ipynb", edit=edit)
     for student, (name, data, _, _) in FILE_CASES.items():
         submit(student, name, data)
-    runs = [{r.student: r for r in grade(root, [A])}]
-    # Determinism: two more gradings of the learners whose checks draw random numbers (the
-    # seeded statistical test of simulate_tokens) or hit a limit; the corpus run is the first.
-    again = ["good", "memory_blowup"]
-    runs += [{r.student: r for r in grade(root, [A], again)} for _ in range(2)]
+    # The corpus run grades two learners at a time (make grade's default on this machine).
+    runs = [{r.student: r for r in grade(root, [A], jobs=2)}]
+    # Determinism, and serial == parallel: two more gradings, one by stock nbgrader in the course
+    # root (jobs=1) and one in parallel, of the learners whose checks draw random numbers (the
+    # seeded statistical test of simulate_tokens), hit a limit, or hunt for the gradebook.
+    again = ["good", "memory_blowup", "hunts_gradebooks"]
+    runs += [{r.student: r for r in grade(root, [A], again, jobs=jobs)} for jobs in (1, 2)]
     return dict(root=root, alone=alone, runs=runs, report=report(list(runs[0].values())))
 
 
@@ -177,7 +187,35 @@ def test_nothing_escaped_the_sandbox(corpus):
         assert gb.find_submission(A, "good").score == FULL
 
 
-def test_grading_is_deterministic(corpus):
+def test_grading_is_deterministic_serial_or_parallel(corpus):
     first = corpus["runs"][0]
     for run in corpus["runs"][1:]:
-        assert run and {s: r.score for s, r in run.items()} == {s: first[s].score for s in run}
+        assert run and {s: (r.score, r.flags, r.integrity) for s, r in run.items()} == {
+            s: (first[s].score, first[s].flags, first[s].integrity) for s in run}
+
+
+def test_parallel_merge_is_clean(corpus):
+    """After three gradings (parallel, serial, parallel): no scratch roots left, one submission per
+    learner in the gradebook, and grades.csv agrees with the rows and holds every learner once."""
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    root = corpus["root"]
+    assert not (root / ".grading").exists()
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        subs = gb.find_assignment(A).submissions
+        students = [sub.student.id for sub in subs]
+        assert len(students) == len(set(students))
+        scored = {sub.student.id: sub.score for sub in subs}
+    with open(root / "grades.csv") as f:
+        csv_rows = [r for r in csv.DictReader(f) if r["assignment"] == A]
+    assert len(csv_rows) == len({r["student_id"] for r in csv_rows}) == len(scored)
+    for r in csv_rows:
+        assert float(r["score"]) == scored[r["student_id"]]
+    last = {**corpus["runs"][0], **corpus["runs"][-1]}
+    for student, row in last.items():
+        if row.score is not None:
+            assert scored[student] == row.score, student
+    for student in ("good", "hunts_gradebooks"):
+        assert (root / "feedback" / student / A / f"{A}.html").exists()

@@ -60,10 +60,30 @@ def test_files_own_folder_yes_elsewhere_no(course):
     assert out[0] == "ok: ok\n"
     assert out[1].startswith("PermissionError") and "writing outside" in out[1] and not probe.exists()
     assert out[2].startswith("PermissionError")
-    for result in out[3:6]:
+    for result in out[3:7]:
         assert result.startswith("PermissionError") and "grading data" in result, result
     assert (course / "gradebook.db").read_text() == "grades"
-    assert (course / "autograded/alice/01_x/.sandbox-refusals.log").read_text().count("\n") >= 5
+    assert (course / "autograded/alice/01_x/.sandbox-refusals.log").read_text().count("\n") >= 6
+
+
+def test_parallel_grading_protects_the_course_root(course, monkeypatch):
+    """Under parallel grading the kernel runs in <course>/.grading/alice/autograded/alice/01_x (a
+    scratch root); the course root's grading data and bob's scratch root are off limits too."""
+    scratch = course / ".grading" / "alice"
+    (scratch / "autograded/alice/01_x").mkdir(parents=True)
+    (scratch / "gradebook.db").write_text("copy")
+    (course / ".grading/bob/submitted/bob/01_x").mkdir(parents=True)
+    monkeypatch.setenv("COURSE_SANDBOX_PROTECT", str(course))
+    out = run([f"open({str(course / 'gradebook.db')!r}).read()",
+               f"open({str(course / 'submitted/bob/01_x/../../../gradebook.db')!r}).read()",
+               f"import os; os.listdir({str(course / '.grading/bob/submitted')!r})",
+               f"import os; os.listdir({str(course / 'submitted')!r})",
+               "open('../../../gradebook.db').read()",
+               "open('mine.txt', 'w').write('ok'); print(open('mine.txt').read())"],
+              scratch / "autograded/alice/01_x")
+    for result in out[:5]:
+        assert result.startswith("PermissionError") and "grading data" in result, result
+    assert out[5] == "ok: ok\n"
 
 
 def test_no_network_no_processes(course):
