@@ -7,8 +7,6 @@ STAMP := $(VENV)/.installed
 PORT ?= 8888
 export PATH := $(abspath $(BIN)):$(PATH)
 ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
-# Jupyter refuses to run as root unless told (containers, CI machines).
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: help lab test check release sync strip venv clean bench-formulas bench bench-grade train heads grade
 
@@ -16,8 +14,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your changes), start JupyterLab
-	@$(BIN)/python -m coursekit.workspace workspace
-	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=workspace $(ALLOW_ROOT)
+	$(BIN)/python -m coursekit.lab workspace --port=$(PORT)
 
 test: $(STAMP) ## set up and run the whole test suite
 	$(BIN)/python -m pytest

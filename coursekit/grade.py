@@ -298,7 +298,12 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(learner, student, work): work for student, work in by_student.items()}
             for future in as_completed(futures):  # merged by this thread alone, one learner at a time
-                _merge(root, future.result(), [row for row, _ in futures[future]])
+                work = [row for row, _ in futures[future]]
+                try:
+                    _merge(root, future.result(), work)
+                except Exception as exc:  # noqa: BLE001 - one learner's failure must not stop the cohort
+                    for row in work:
+                        row.flags.append(f"grading failed: {type(exc).__name__}: {exc}"[:200])
         if (root / SCRATCH).exists() and not any((root / SCRATCH).iterdir()):
             (root / SCRATCH).rmdir()
     bar.close()
