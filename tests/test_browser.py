@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -97,9 +96,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def shots():
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)  # each step overwrites its own file
     return SHOTS
 
 
