@@ -11,7 +11,7 @@ For every submitted/<student>/<assignment>/ under the course root (nbgrader's la
    under a wall-clock limit, so a submission that hangs or crashes nbgrader costs only itself;
 3. `nbgrader generate_feedback <assignment> --force` and `nbgrader export` (grades.csv);
 4. a summary (who, what, score, flags) on stdout and in grading-report.md, with the integrity
-   report below it.
+   report below it: the code scan's flags and what the sandbox refused at run time.
 
 A progress bar (tqdm) runs while it works. The stock nbgrader commands keep working as before.
 
@@ -157,6 +157,18 @@ def errors_in(root: Path, row: Row) -> list[str]:
                 if message and message not in out:
                     out.append(message)
     return out
+
+
+def refusals(root: Path, row: Row) -> list[str]:
+    """What the sandbox refused while grading this submission (its .sandbox-refusals.log): seen
+    at run time, so it catches what the code scan cannot (paths built at run time, a refusal the
+    learner's code caught and hid)."""
+    log = root / "autograded" / row.student / row.assignment / ".sandbox-refusals.log"
+    if not log.exists():
+        return []
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    kinds = sorted({ln.split(" (")[0] for ln in lines})  # what, not how often: counts depend on folder depth
+    return [f"the sandbox refused: {', '.join(kinds)}"] if lines else []
 
 
 def failure_reason(proc: subprocess.CompletedProcess) -> str:
@@ -309,6 +321,7 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     bar.close()
     for row, _ in todo:
         row.flags += errors_in(root, row)
+        row.integrity += refusals(root, row)
     if jobs == 1:  # (in parallel, each learner's feedback was made in their scratch root)
         for assignment in sorted({r.assignment for r in rows if r.assignment in known}):
             nbgrader(root, "generate_feedback", assignment, "--force")

@@ -179,6 +179,12 @@ def test_integrity_report_names_each_attempt(corpus):
     for student, phrase in expected.items():
         line = next((ln for ln in text.splitlines() if ln.startswith(f"- {student} / {A}")), "")
         assert phrase in line, (student, text)
+    # What the sandbox refused at run time is reported too, including refusals the code caught.
+    refused = {"hunts_gradebooks": "opening grading data", "writes_gradebook": "opening grading data",
+               "writes_outside": "writing outside", "network": "network", "fork_bomb": "starting processes"}
+    for student, kind in refused.items():
+        line = next((ln for ln in text.splitlines() if ln.startswith(f"- {student} / {A}")), "")
+        assert "the sandbox refused" in line and kind in line, (student, line)
 
 
 def test_nothing_escaped_the_sandbox(corpus):
