@@ -36,10 +36,10 @@ import os
 import re
 import shutil
 import subprocess
-import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,8 +95,6 @@ def preflight(path: Path, assignment: str) -> tuple[list[str], list[str]]:
     return ([], scan(nb))
 
 
-
-
 def nbgrader(root: Path, *args: str, timeout: float | None = None,
              env: dict | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, **(env or {}))
@@ -143,9 +141,14 @@ FAILURES = [  # text in nbgrader's output when autograde gave up on a notebook -
 ]
 
 
+def autograded(root: Path, row: Row) -> Path:
+    """The folder nbgrader autogrades this submission into (the grading kernel's working folder)."""
+    return root / "autograded" / row.student / row.assignment
+
+
 def errors_in(root: Path, row: Row) -> list[str]:
     """What went wrong in cells of the autograded notebook, other than failed tests."""
-    path = root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb"
+    path = autograded(root, row) / f"{row.assignment}.ipynb"
     if not path.exists():
         return []
     out = []
@@ -163,7 +166,7 @@ def refusals(root: Path, row: Row) -> list[str]:
     """What the sandbox refused while grading this submission (its .sandbox-refusals.log): seen
     at run time, so it catches what the code scan cannot (paths built at run time, a refusal the
     learner's code caught and hid)."""
-    log = root / "autograded" / row.student / row.assignment / ".sandbox-refusals.log"
+    log = autograded(root, row) / ".sandbox-refusals.log"
     if not log.exists():
         return []
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
@@ -188,9 +191,7 @@ def _autograde(root: Path, row: Row, folder: Path, timeout: float, env: dict | N
     proc = nbgrader(root, "autograde", row.assignment, "--student", row.student, "--force",
                     timeout=timeout, env=env)
     row.seconds = time.perf_counter() - t0
-    if proc.returncode != 0 and not problems:
-        row.flags.append(failure_reason(proc))
-    elif not problems and not (root / "autograded" / row.student / row.assignment / f"{row.assignment}.ipynb").exists():
+    if not problems and (proc.returncode != 0 or not (autograded(root, row) / f"{row.assignment}.ipynb").exists()):
         row.flags.append(failure_reason(proc))
 
 
@@ -222,8 +223,8 @@ def merge_gradebook(into: Path, source: Path, pairs: list[tuple[str, str]]) -> N
 
     # nbgrader's add_submission builds rows before adding them to the session, which SQLAlchemy
     # warns about (stock autograde does the same, out of sight); the rows are stored correctly.
-    warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
-    with Gradebook(f"sqlite:///{source}") as src, Gradebook(f"sqlite:///{into}") as dst:
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{source}") as src, Gradebook(f"sqlite:///{into}") as dst:
+        warnings.filterwarnings("ignore", category=SAWarning)
         for assignment, student in pairs:
             try:
                 sub = src.find_submission(assignment, student)
@@ -301,7 +302,7 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
             for row, folder in work:
                 _autograde(scratch, row, scratch / "submitted" / student / row.assignment,
                            per_submission_timeout, env)
-                if (scratch / "autograded" / student / row.assignment).exists():
+                if autograded(scratch, row).exists():
                     nbgrader(scratch, "generate_feedback", row.assignment, "--student", student, "--force", env=env)
                 with lock:
                     bar.update()
