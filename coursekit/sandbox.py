@@ -122,6 +122,9 @@ def install_rules(workdir: Path) -> None:
         except TypeError:
             return False
 
+    def grading_data(path):
+        return any(inside(path, b) for b in blocked) and not inside(path, workdir)
+
     def resolve(path):
         if isinstance(path, int):
             return None
@@ -149,7 +152,7 @@ def install_rules(workdir: Path) -> None:
             refuse(f"starting processes ({event})")
         elif event in ("os.listdir", "os.scandir"):
             path = resolve(args[0]) if args and args[0] is not None else None
-            if path is not None and any(inside(path, b) for b in blocked) and not inside(path, workdir):
+            if path is not None and grading_data(path):
                 refuse(f"listing grading data ({path})")
         elif event == "open" or event in FS_CHANGE:
             path = resolve(args[0]) if args else None
@@ -157,7 +160,7 @@ def install_rules(workdir: Path) -> None:
                 return
             writing = event != "open" or (isinstance(args[1], str) and any(m in args[1] for m in "wax+")) or (
                 isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
-            if any(inside(path, b) for b in blocked) and not inside(path, workdir):
+            if grading_data(path):
                 refuse(f"opening grading data ({path})")
             if writing and not (inside(path, workdir) or inside(path, temp) or str(path).startswith("/dev/")):
                 refuse(f"writing outside the learner's folder ({path})")
