@@ -43,8 +43,9 @@ heads: $(STAMP) ## retrain notebook 05's self-drafting heads on the shipped targ
 release: $(STAMP) ## regenerate course/ from source/ with nbgrader generate_assignment
 	@for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
 
-sync: $(STAMP) strip ## regenerate everything derived from source/: solutions/reference/ and course/
+sync: $(STAMP) strip ## regenerate everything derived from source/: solutions/reference/, the scan page and course/
 	$(BIN)/python -m coursekit.reference
+	$(BIN)/python -m coursekit.scanlist
 	@$(MAKE) --no-print-directory release
 
 strip: $(STAMP) ## remove outputs from the source notebooks

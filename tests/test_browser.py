@@ -11,6 +11,7 @@ Each step leaves a screenshot in build/screenshots/ (the test artifacts; the pat
   06-validate-filled.png   nbgrader's Validate on notebook 02 with the exercises done: success
   07-validate-blank.png    Validate on the untouched notebook 01: which cells fail, and why
   08-blank-run-all.png     Run All on the untouched notebook 01: where it stops, and the message
+  09-scan-page.png         the course-wide "scan before the interview" page, rendered
 
 Where no browser is found the tests are skipped with one line that says how to enable them, so
 `make test` passes on a newcomer's machine. CI (`.ci/run`) installs Chromium and sets
@@ -275,3 +276,16 @@ def test_run_all_on_an_untouched_notebook_stops_with_a_clear_message(lab, page, 
     shot(page, shots, "08-blank-run-all.png")
     # Run All stops at the first failing cell, the first visible test, and says why.
     assert len(found) == 1 and "NotImplementedError" in found[0] and "accepted_pmf" in found[0], found
+
+
+def test_scan_page_opens_rendered(lab, page, shots):
+    """The course-wide scan list (course/scan_before_the_interview.md) opens as a rendered page."""
+    name = "scan_before_the_interview.md"
+    assert (lab["workspace"] / name).exists()
+    page.goto(f"{lab['url']}/lab/workspaces/scan/tree/{name}?reset&token={TOKEN}")
+    heading = page.locator(".jp-RenderedMarkdown h1", has_text="Scan before the interview")
+    heading.wait_for()
+    titles = page.locator(".jp-RenderedMarkdown h2").all_inner_texts()
+    assert len(titles) == len([p for p in COURSE.iterdir() if p.is_dir()]), titles
+    assert page.locator(".jp-RenderedMarkdown li").count() > 20
+    shot(page, shots, "09-scan-page.png")

@@ -1,0 +1,50 @@
+"""`make bench`'s busy-machine rule (benchmarks/speculative.py), on made-up timings: no timing here."""
+import importlib.util
+
+import pytest
+
+from coursekit.paths import REPO
+
+_spec = importlib.util.spec_from_file_location("bench_speculative", REPO / "benchmarks" / "speculative.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+STEADY = dict(speedups_by_repeat=[1.50, 1.55], c_halves=[0.110, 0.112], verify_halves=[1.40, 1.42],
+              step_before_ms=2.00, step_after_ms=2.05)
+
+
+def test_spread_is_range_over_median():
+    assert bench.spread([1.0]) == 0.0
+    assert bench.spread([1.0, 1.2]) == pytest.approx(0.2 / 1.1)
+    assert bench.spread([0.9, 1.0, 1.2]) == pytest.approx(0.3)
+
+
+def test_steady_row_passes():
+    assert bench.busy_reasons(**STEADY) == []
+
+
+@pytest.mark.parametrize("field, values, reason", [
+    ("speedups_by_repeat", [1.30, 1.60], "speedup repeats"),
+    ("c_halves", [0.10, 0.13], "c halves"),
+    ("verify_halves", [1.2, 1.5], "verify halves"),
+])
+def test_estimates_that_disagree_by_more_than_the_threshold_mark_the_row(field, values, reason):
+    reasons = bench.busy_reasons(**{**STEADY, field: values})
+    assert len(reasons) == 1 and reasons[0].startswith(reason)
+
+
+@pytest.mark.parametrize("before, after", [(2.0, 2.3), (2.3, 2.0)])
+def test_step_cost_that_moves_during_the_row_marks_it_either_way(before, after):
+    reasons = bench.busy_reasons(**{**STEADY, "step_before_ms": before, "step_after_ms": after})
+    assert reasons == [f"step cost {before:.2f}->{after:.2f} ms"]
+
+
+def test_threshold_is_strict_and_adjustable():
+    just_under = {**STEADY, "speedups_by_repeat": [1.0, 1.0999]}
+    assert bench.busy_reasons(**just_under) == []
+    assert bench.busy_reasons(**just_under, threshold=0.05)
+
+
+def test_run_drift():
+    assert bench.run_drift([2.0, 2.1, 2.0]) == pytest.approx(0.05)
+    assert bench.run_drift([2.0, 3.0]) == pytest.approx(0.5)
