@@ -1,20 +1,23 @@
 """`make check`: grade the learner's workspace with the hidden tests and print points per exercise.
 
-It runs stock nbgrader (generate_assignment, then autograde) in a scratch course root, so the
-repository and the workspace are left untouched, then prints each exercise's points and the
-one-sentence hint of every failing check.
+Grading one learner is grading a cohort of one: the workspace's notebooks are submitted to a
+scratch course root and graded by `coursekit.nbg.grade_submission`, the same code `make grade`
+uses, so a dead kernel, a renamed notebook, a time limit or a sandbox refusal is described to the
+learner exactly as to the instructor. The repository and the workspace are left untouched. The
+report gives each exercise's points and the one-sentence hint of every failing check.
 
     python -m coursekit.check [WORKSPACE] [ASSIGNMENT ...]
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
-from coursekit.nbg import NotebookResult, ScratchCourse
-from coursekit.paths import WORKSPACE, assignments, source_notebooks
+from coursekit.nbg import NotebookResult, ScratchCourse, grade_submission
+from coursekit.paths import WORKSPACE, assignments
 
 STUDENT = "me"
 
@@ -25,18 +28,12 @@ def grade_workspace(workspace: Path, which: list[str] | None = None) -> list[Not
         course = ScratchCourse(Path(tmp))
         for assignment in which or assignments():
             course.generate(assignment)
-            present = []
-            for nb in source_notebooks(assignment):
-                mine = workspace / assignment / nb.name
-                if mine.exists():
-                    course.submit(STUDENT, assignment, mine)
-                    present.append(nb.stem)
-                else:
-                    results.append(NotebookResult(STUDENT, assignment, nb.stem,
-                                                  error=f"{mine} not found (run `make lab` first)"))
-            if present:
-                course.autograde(assignment)
-                results += [r for r in course.results(assignment, [STUDENT]) if r.notebook in present]
+            folder = course.root / "submitted" / STUDENT / assignment
+            folder.mkdir(parents=True)
+            for nb in sorted((Path(workspace) / assignment).glob("*.ipynb")):
+                if not nb.stem.endswith(".course-update"):
+                    course.submit(STUDENT, assignment, nb)
+            results += grade_submission(course.root, assignment, STUDENT)
     return results
 
 
@@ -46,7 +43,6 @@ def report(results: list[NotebookResult]) -> str:
         lines.append(f"{r.assignment}/{r.notebook}.ipynb")
         if r.error:
             lines.append(f"  not graded: {r.error}")
-            continue
         by_exercise: "OrderedDict[str, list]" = OrderedDict()
         for cell in r.cells:
             by_exercise.setdefault(cell.exercise, []).append(cell)
@@ -58,22 +54,30 @@ def report(results: list[NotebookResult]) -> str:
             hints = [c.hint or "failed (no message)" for c in cells if c.score < c.max_score]
             for hint in dict.fromkeys(hints):  # each distinct hint once, in cell order
                 lines.append(f"        - {hint}")
-        lines.append(f"  {'points':<31} {r.score:g}/{r.max_score:g}")
-        total += r.score
-        total_max += r.max_score
+        if not r.error:
+            for flag in r.flags:
+                lines.append(f"  ! {flag}")
+        for note in r.integrity:
+            lines.append(f"  ! the instructor will see: {note}")
+        if r.max_score:
+            lines.append(f"  {'points':<31} {r.score:g}/{r.max_score:g}")
+            total += r.score
+            total_max += r.max_score
     lines.append(f"TOTAL {total:g}/{total_max:g}")
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    workspace = Path(argv[0]) if argv else WORKSPACE
-    which = argv[1:] or None
-    if not workspace.exists():
-        print(f"{workspace} does not exist: run `make lab` first.")
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("workspace", nargs="?", type=Path, default=WORKSPACE)
+    ap.add_argument("assignments", nargs="*", help="only these assignments (default: all)")
+    args = ap.parse_args(argv)
+    if not args.workspace.exists():
+        print(f"{args.workspace} does not exist: run `make lab` first.")
         return 1
-    print(report(grade_workspace(workspace, which)))
+    print(report(grade_workspace(args.workspace, args.assignments or None)))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

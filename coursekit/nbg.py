@@ -1,13 +1,26 @@
-"""Stock nbgrader, run in a scratch course root so that grading never touches the repository.
+"""Grading with stock nbgrader: the one module that runs it, builds scratch course roots, reads
+what it recorded and says what went wrong. `make check` (one learner, coursekit.check), `make
+grade` (a cohort, coursekit.grade), the tests and the benchmarks all grade through it, so a
+failure is described the same way to the learner and to the instructor.
 
-The scratch root holds copies of source/, nbgrader_config.py and grader_config.py, its own
-gradebook, and submitted/<student>/<assignment>/ folders. The same
-code serves `make check` (one learner: the workspace) and the test suite (many fake learners).
+A submission is graded in four steps:
+1. `preflight`: the notebook is there under its expected name and parses as a notebook; its code
+   is scanned for integrity flags (reaching for the reference solutions, the checkers or the
+   gradebook; network; processes; exiting the kernel; input()). A flag asks a human to look; the
+   sandbox (coursekit.sandbox) is what stops the behaviour at run time.
+2. `nbgrader autograde` (stock nbgrader, our configuration), under a wall-clock limit;
+3. `read`: scores from the gradebook through nbgrader's API; the hint of every failing test cell
+   and the errors of other cells from the autograded notebook through nbformat; what the sandbox
+   refused from the folder's .sandbox-refusals.log;
+4. classification: each problem becomes one plain sentence (`ERRORS`, `FAILURES`).
+
+What it leaves out: deciding who to grade and merging parallel results (coursekit.grade), and
+printing (coursekit.check, coursekit.grade).
 """
 from __future__ import annotations
 
-import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +33,39 @@ from coursekit.paths import GRADER_CONFIG, NBGRADER_CONFIG, SOURCE
 from coursekit.reference import strip_markers
 
 NBGRADER = [sys.executable, "-m", "nbgrader"]
+CONFIGS = (NBGRADER_CONFIG, GRADER_CONFIG)
+
+# (flag, pattern over the submission's code). A flag is a reason for a human to look, not a verdict.
+INTEGRITY = [
+    ("reaches for the reference solutions or checkers",
+     re.compile(r"\bsolutions\b|checks\.a0|sys\.modules|__import__|importlib")),
+    ("touches the gradebook", re.compile(r"gradebook")),
+    ("opens a network connection", re.compile(r"\bsocket\b|urllib|http\.client|\brequests\b|httpx|ftplib|smtplib")),
+    ("starts processes", re.compile(r"subprocess|os\.fork|os\.system|os\.spawn|os\.exec|os\.posix_spawn|multiprocessing|\bpty\b")),
+    ("exits the kernel", re.compile(r"\bsys\.exit\b|\bos\._exit\b|(?<![\w.])(exit|quit)\(")),
+    ("waits for keyboard input", re.compile(r"(?<![\w.])input\(")),
+    ("reads or writes files by absolute or parent path", re.compile(r"""open\(\s*(f?["'](/|\.\.)|[^)]*\.\.)""")),
+    ("calls native code directly", re.compile(r"\bctypes\b|\bcffi\b")),
+]
+ERRORS = {  # exception in a cell of the autograded notebook (not a failing test) -> what to say
+    "CellTimeoutError": "a cell ran past the time limit and was interrupted",
+    "KeyboardInterrupt": None,  # the interrupt that follows a timeout: already said
+    "MemoryError": "MemoryError in a cell (the sandbox's memory limit)",
+    "PermissionError": "PermissionError in a cell (refused by the grading sandbox)",
+    "StdinNotImplementedError": "input() in a cell: there is no keyboard while grading",
+    "SystemExit": "exit() or sys.exit() in a cell",
+    "NameError": None,  # the usual consequence of an earlier failing cell
+    "AssertionError": None,  # a failing test: its hint is shown with the test
+    "CheckFailure": None,
+    "NotImplementedError": None,  # an exercise not done yet: said with its tests
+}
+DEAD = "the kernel died (e.g. os._exit, a crash, or a limit): the notebook could not be graded"
+FAILURES = [  # text in nbgrader's output when autograde gave up on a notebook -> what to say
+    ("Kernel died", DEAD),
+    ("DeadKernelError", DEAD),
+    ("uplicate", "a graded cell appears twice (duplicated cell): nbgrader refuses the notebook"),
+    ("CellTimeoutError", "the kernel stopped answering (it died, e.g. os._exit, or hung): the notebook could not be graded"),
+]
 
 
 @dataclass
@@ -32,43 +78,206 @@ class CellResult:
     @property
     def exercise(self) -> str:
         """test_accepted_pmf__reference -> accepted_pmf"""
-        name = self.grade_id.removeprefix("test_")
-        return name.split("__")[0]
+        return self.grade_id.removeprefix("test_").split("__")[0]
 
 
 @dataclass
 class NotebookResult:
+    """One learner's notebook of one assignment, as graded."""
     student: str
     assignment: str
     notebook: str
     cells: list[CellResult] = field(default_factory=list)
-    error: str = ""  # set when nbgrader could not grade the notebook at all
+    score: float | None = None  # None: nbgrader recorded no grade
+    max_score: float | None = None
+    flags: list[str] = field(default_factory=list)  # why points were lost other than failing tests
+    integrity: list[str] = field(default_factory=list)  # reasons for a human to look
+    graded: bool = False  # nbgrader ran the whole notebook (scores may still be 0)
+    seconds: float = 0.0
 
     @property
-    def score(self) -> float:
-        return sum(c.score for c in self.cells)
+    def error(self) -> str:
+        """Why the notebook could not be graded; '' when it was."""
+        return "" if self.graded else ("; ".join(self.flags) or "not graded")
 
-    @property
-    def max_score(self) -> float:
-        return sum(c.max_score for c in self.cells)
+
+def run(root: Path, *args: str, timeout: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`nbgrader ARGS` in course root `root`; a run past `timeout` seconds returns exit status -9."""
+    env = dict(os.environ, **(env or {}))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
+    try:
+        return subprocess.run([*NBGRADER, *args], cwd=root, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(exc.cmd, returncode=-9, stdout="", stderr=f"timed out after {timeout:.0f} s")
+
+
+def scratch_root(dest: Path, source: Path = SOURCE, configs=CONFIGS, assignments=None, gradebook: Path | None = None,
+                 submissions: dict[tuple[str, str], Path] | None = None) -> Path:
+    """A course root at `dest` (created if needed): the configuration files (unchanged, so nbgrader runs there exactly
+    as in the repository root), `source/` (all or `assignments`), a copy of `gradebook` if given, and
+    `submissions` {(student, assignment): folder} copied to submitted/<student>/<assignment>/."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for config in configs:
+        if Path(config).exists():
+            shutil.copy(config, dest / Path(config).name)
+    for assignment in assignments or sorted(p.name for p in Path(source).iterdir() if p.is_dir()):
+        shutil.copytree(Path(source) / assignment, dest / "source" / assignment, dirs_exist_ok=True)
+    if gradebook is not None:
+        shutil.copy(gradebook, dest / "gradebook.db")
+    for (student, assignment), folder in (submissions or {}).items():
+        shutil.copytree(folder, dest / "submitted" / student / assignment, dirs_exist_ok=True)
+    return dest
+
+
+def scan(nb: nbformat.NotebookNode) -> list[str]:
+    """Integrity flags from the code of every code cell."""
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return [flag for flag, pattern in INTEGRITY if pattern.search(code)]
+
+
+def preflight(folder: Path, notebook: str) -> tuple[list[str], list[str]]:
+    """(problems, integrity flags) of the notebook `notebook`.ipynb in a submission folder."""
+    expected = Path(folder) / f"{notebook}.ipynb"
+    if not expected.exists():
+        others = sorted(p.name for p in Path(folder).glob("*.ipynb"))
+        return [f"no {expected.name} (found: {', '.join(others) or 'no notebook'})"], []
+    if expected.stat().st_size == 0:
+        return ["empty file"], []
+    try:
+        nb = nbformat.read(expected, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, never fatal
+        return [f"not a readable notebook ({type(exc).__name__})"], []
+    return [], scan(nb)
+
+
+def failure_reason(proc: subprocess.CompletedProcess) -> str:
+    """One sentence for an autograde run that gave up on a notebook."""
+    text = proc.stdout + proc.stderr
+    for needle, message in FAILURES:
+        if needle in text:
+            return message
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    return "autograde failed: " + (lines[-1][:160] if lines else f"exit status {proc.returncode}")
+
+
+def hint_of(ename: str, evalue: str) -> str:
+    """The one-line message a failing test cell shows (the last line of its error)."""
+    evalue = " ".join(evalue.split())
+    if ename in ("CheckFailure", "AssertionError") and evalue:
+        return evalue
+    if ename == "NotImplementedError":
+        return "not implemented yet: replace `raise NotImplementedError()` with your code."
+    return f"{ename}: {evalue}" if evalue else ename
+
+
+def autograded_folder(root: Path, student: str, assignment: str) -> Path:
+    """Where nbgrader autogrades a submission (the grading kernel's working folder)."""
+    return Path(root) / "autograded" / student / assignment
+
+
+def _outputs(root: Path, student: str, assignment: str, notebook: str) -> tuple[dict[str, str], list[str]]:
+    """({grade_id: hint} of failing test cells, [problems in other cells]) from the autograded notebook."""
+    path = autograded_folder(root, student, assignment) / f"{notebook}.ipynb"
+    if not path.exists():
+        return {}, []
+    hints, problems = {}, []
+    for cell in nbformat.read(path, as_version=4).cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.output_type == "error":
+                if meta.get("grade"):
+                    hints.setdefault(meta["grade_id"], hint_of(output.get("ename", ""), output.get("evalue", "")))
+                message = ERRORS.get(output.get("ename"), f"{output.get('ename')} in a cell")
+                if message and message not in problems:
+                    problems.append(message)
+            elif output.output_type == "stream" and output.get("name") == "stderr" and meta.get("grade"):
+                hints.setdefault(meta["grade_id"], "the cell wrote to stderr, which nbgrader scores as 0")
+    return hints, problems
+
+
+def refusals(root: Path, student: str, assignment: str) -> list[str]:
+    """What the sandbox refused while grading (the folder's .sandbox-refusals.log): seen at run time,
+    so it catches what the code scan cannot (paths built at run time, a refusal the code caught)."""
+    log = autograded_folder(root, student, assignment) / ".sandbox-refusals.log"
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()] if log.exists() else []
+    kinds = sorted({ln.split(" (")[0] for ln in lines})  # what, not how often: counts depend on folder depth
+    return [f"the sandbox refused: {', '.join(kinds)}"] if lines else []
+
+
+def grade_ids(root: Path, assignment: str, notebook: str) -> list[str]:
+    nb = nbformat.read(Path(root) / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
+
+
+def notebooks(root: Path, assignment: str) -> list[str]:
+    return [p.stem for p in sorted((Path(root) / "source" / assignment).glob("*.ipynb"))]
+
+
+def read(root: Path, assignment: str, student: str, notebook: str | None = None) -> NotebookResult:
+    """What nbgrader recorded for one learner's notebook, with hints, problems and refusals."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    notebook = notebook or assignment
+    result = NotebookResult(student, assignment, notebook)
+    hints, problems = _outputs(root, student, assignment, notebook)
+    with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
+        try:
+            sub = gb.find_submission_notebook(notebook, assignment, student)
+        except MissingEntry:
+            result.flags.append("not graded (missing or unreadable notebook)")
+            return result
+        for grade in sub.grades:
+            if grade.max_score and grade.name.startswith("test_"):
+                score = grade.score if grade.score is not None else 0.0
+                result.cells.append(CellResult(grade.name, float(score), float(grade.max_score),
+                                               hints.get(grade.name, "")))
+            if grade.max_score and grade.auto_score is None and grade.manual_score is None:
+                result.flags.append(f"{grade.name} not scored")
+        result.score, result.max_score = float(sub.score or 0.0), float(sub.max_score or 0.0)
+    order = {gid: i for i, gid in enumerate(grade_ids(root, assignment, notebook))}
+    result.cells.sort(key=lambda c: order.get(c.grade_id, len(order)))
+    result.graded = (autograded_folder(root, student, assignment) / f"{notebook}.ipynb").exists()
+    result.flags += [p for p in problems if p not in result.flags]
+    result.integrity += refusals(root, student, assignment)
+    return result
+
+
+def grade_submission(root: Path, assignment: str, student: str, timeout: float = 900,
+                     env: dict | None = None) -> list[NotebookResult]:
+    """Preflight, `nbgrader autograde ASSIGNMENT --student STUDENT`, read: one result per notebook.
+    The submission is in root/submitted/<student>/<assignment>/; the gradebook must know the
+    assignment (`nbgrader generate_assignment` first)."""
+    import time
+
+    folder = Path(root) / "submitted" / student / assignment
+    checks = {nb: preflight(folder, nb) for nb in notebooks(root, assignment)}
+    t0 = time.perf_counter()
+    proc = run(root, "autograde", assignment, "--student", student, "--force", timeout=timeout, env=env)
+    seconds = time.perf_counter() - t0
+    out = []
+    for nb, (problems, integrity) in checks.items():
+        result = read(root, assignment, student, nb)
+        result.seconds = seconds
+        if problems or proc.returncode != 0 or not result.graded:
+            # the reason nbgrader could not grade it replaces "not graded" and "... not scored"
+            result.graded = False
+            result.flags = (problems or [failure_reason(proc)]) + [
+                f for f in result.flags if not (f.startswith("not graded") or f.endswith(" not scored"))]
+        result.integrity = integrity + result.integrity
+        out.append(result)
+    return out
 
 
 class ScratchCourse:
-    """A temporary nbgrader course root: generate, submit, autograde, read results."""
+    """A temporary course root for the tests and `make check`: generate, submit, autograde, read."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(SOURCE, self.root / "source", dirs_exist_ok=True)
-        # The repository's own configuration files, unchanged: nbgrader runs here exactly as it
-        # runs from the repository root.
-        for config in (NBGRADER_CONFIG, GRADER_CONFIG):
-            shutil.copy(config, self.root / config.name)
+        scratch_root(self.root)
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        # nbgrader shells out to `alembic`, so the environment's bin/ must be on PATH.
-        env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-        proc = subprocess.run([*NBGRADER, *args], cwd=self.root, capture_output=True, text=True, env=env)
+        proc = run(self.root, *args)
         if check and proc.returncode != 0:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
         return proc
@@ -84,65 +293,15 @@ class ScratchCourse:
         shutil.copy(notebook, dest / (name or Path(notebook).name))
 
     def autograde(self, assignment: str) -> subprocess.CompletedProcess:
+        """Every submission of `assignment` in one nbgrader run (the tests' fast path)."""
         return self.nbgrader("autograde", assignment, "--force", check=False)
 
+    def grade(self, assignment: str, student: str, timeout: float = 900) -> list[NotebookResult]:
+        """One learner's submission, graded and classified as `make grade` does it."""
+        return grade_submission(self.root, assignment, student, timeout)
+
     def results(self, assignment: str, students: list[str]) -> list[NotebookResult]:
-        from nbgrader.api import Gradebook, MissingEntry
-
-        out = []
-        db_url = f"sqlite:///{self.root / 'gradebook.db'}"
-        notebooks = [p.stem for p in sorted((self.root / "source" / assignment).glob("*.ipynb"))]
-        with Gradebook(db_url) as gb:
-            for student in students:
-                for nb_name in notebooks:
-                    result = NotebookResult(student, assignment, nb_name)
-                    try:
-                        sub = gb.find_submission_notebook(nb_name, assignment, student)
-                    except MissingEntry:
-                        result.error = "not graded (missing or unreadable notebook)"
-                        out.append(result)
-                        continue
-                    hints = self._hints(student, assignment, nb_name)
-                    for grade in sub.grades:
-                        if grade.cell.max_score and grade.name.startswith("test_"):
-                            score = grade.score if grade.score is not None else 0.0
-                            result.cells.append(CellResult(grade.name, float(score), float(grade.max_score),
-                                                           hints.get(grade.name, "")))
-                    order = {gid: i for i, gid in enumerate(self._grade_ids(assignment, nb_name))}
-                    result.cells.sort(key=lambda c: order.get(c.grade_id, len(order)))
-                    out.append(result)
-        return out
-
-    def _grade_ids(self, assignment: str, nb_name: str) -> list[str]:
-        nb = nbformat.read(self.root / "source" / assignment / f"{nb_name}.ipynb", as_version=4)
-        return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
-
-    def _hints(self, student: str, assignment: str, nb_name: str) -> dict[str, str]:
-        """The one-line message each failing test cell produced (the last line of its error)."""
-        path = self.root / "autograded" / student / assignment / f"{nb_name}.ipynb"
-        if not path.exists():
-            return {}
-        nb = json.loads(path.read_text())
-        hints = {}
-        for cell in nb["cells"]:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not meta.get("grade") or cell["cell_type"] != "code":
-                continue
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    hints[meta["grade_id"]] = _one_line(output.get("ename", ""), output.get("evalue", ""))
-                elif output.get("output_type") == "stream" and output.get("name") == "stderr":
-                    hints.setdefault(meta["grade_id"], "the cell wrote to stderr, which nbgrader scores as 0")
-        return hints
-
-
-def _one_line(ename: str, evalue: str) -> str:
-    evalue = " ".join(evalue.split())
-    if ename in ("CheckFailure", "AssertionError") and evalue:
-        return evalue
-    if ename == "NotImplementedError":
-        return "not implemented yet: replace `raise NotImplementedError()` with your code."
-    return f"{ename}: {evalue}" if evalue else ename
+        return [read(self.root, assignment, s, nb) for s in students for nb in notebooks(self.root, assignment)]
 
 
 def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path) -> Path:

@@ -64,3 +64,22 @@ def test_check_workspace_with_reference_answers_scores_full(tmp_path):
     with_reference_answers(nb, SOURCE / A01 / f"{A01}.ipynb", nb)
     text = report(grade_workspace(ws, [A01]))
     assert "TOTAL 12/12" in text, text
+
+
+def test_check_describes_failures_as_make_grade_does(tmp_path):
+    """`make check` and `make grade` share one classifier: a kernel that dies is reported to the
+    learner in the instructor's words, with what the integrity scan saw."""
+    import nbformat
+
+    from coursekit.nbg import DEAD
+
+    ws = tmp_path / "ws"
+    workspace.sync(COURSE, ws)
+    nb_path = ws / A01 / f"{A01}.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "accepted_pmf")
+    cell.source = "import os\nos._exit(0)\n" + cell.source
+    nbformat.write(nb, nb_path)
+    text = report(grade_workspace(ws, [A01]))
+    assert f"not graded: {DEAD}" in text, text
+    assert "the instructor will see: exits the kernel" in text, text
