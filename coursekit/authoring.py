@@ -11,7 +11,7 @@ with jupytext. In the draft, a cell header carries the nbgrader role in short fo
 """
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import jupytext
@@ -46,13 +46,16 @@ def draft_to_notebook(draft: str) -> nbformat.NotebookNode:
     return nb
 
 
-def main(argv: list[str]) -> None:
-    draft, target = Path(argv[0]), Path(argv[1])
-    nb = draft_to_notebook(draft.read_text())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
-    print(f"wrote {target}")
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("draft", type=Path, help="jupytext percent-format draft (.py)")
+    ap.add_argument("target", type=Path, help="source notebook to write")
+    args = ap.parse_args(argv)
+    nb = draft_to_notebook(args.draft.read_text())
+    args.target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, args.target)
+    print(f"wrote {args.target}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -8,6 +8,7 @@ checkers import the generated module. `--check` exits 1 when a committed module 
 """
 from __future__ import annotations
 
+import argparse
 import ast
 import sys
 
@@ -63,12 +64,12 @@ def expected_files() -> dict:
     return files
 
 
-def main(argv: list[str]) -> int:
-    check = "--check" in argv
+def write_or_check(expected: dict, check: bool) -> int:
+    """Write each {path: text} that differs, or with `check` only list the drifted ones and return 1.
+    Every generated file of the course (reference modules, the scan page) goes through here."""
     drifted = []
-    for path, text in expected_files().items():
-        current = path.read_text() if path.exists() else None
-        if current == text:
+    for path, text in expected.items():
+        if path.exists() and path.read_text() == text:
             continue
         if check:
             drifted.append(path)
@@ -82,5 +83,15 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def parse(argv, doc: str):
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when a committed file has drifted")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    return write_or_check(expected_files(), parse(argv, __doc__).check)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 
 from coursekit.paths import COURSE, REPO, assignments, source_notebooks
+from coursekit.reference import parse, write_or_check
 
 PAGE = COURSE / "scan_before_the_interview.md"
 README = REPO / "README.md"
@@ -107,27 +108,14 @@ def problems(lists: list[ScanList]) -> list[str]:
             for s in lists if not s.title or not s.text]
 
 
-def main(argv: list[str], page: Path = PAGE, readme: Path = README) -> int:
-    check = "--check" in argv
+def main(argv=None, page: Path = PAGE, readme: Path = README) -> int:
+    check = parse(argv, __doc__).check
     lists = scan_lists()
     if bad := problems(lists):
         print("cannot gather the scan lists:", *bad, sep="\n  ")
         return 1
-    expected = {page: page_text(lists), readme: readme_text(readme.read_text(), lists)}
-    drifted = []
-    for path, text in expected.items():
-        if path.exists() and path.read_text() == text:
-            continue
-        if check:
-            drifted.append(path)
-        else:
-            path.write_text(text)
-            print(f"wrote {path}")
-    if drifted:
-        print("out of date (run `make sync`):", *drifted, sep="\n  ")
-        return 1
-    return 0
+    return write_or_check({page: page_text(lists), readme: readme_text(readme.read_text(), lists)}, check)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -9,10 +9,10 @@ manifest (.course-manifest.json) records the hash of the course version last cop
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
-import sys
 from pathlib import Path
 
 from coursekit.paths import COURSE, WORKSPACE
@@ -63,12 +63,14 @@ def sync(course: Path = COURSE, workspace: Path = WORKSPACE) -> list[str]:
     return messages
 
 
-def main(argv: list[str]) -> None:
-    workspace = Path(argv[0]) if argv else WORKSPACE
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("workspace", nargs="?", type=Path, default=WORKSPACE)
+    workspace = ap.parse_args(argv).workspace
     for message in sync(COURSE, workspace):
         print(message)
     print(f"workspace ready: {workspace}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
