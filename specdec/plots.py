@@ -101,7 +101,10 @@ def optimal_K_map(optimal_K, K_max=16, n=60, ax=None):
 def rejection_sampling_check(speculative_sample, acceptance_rate, V=8, n=10_000, pairs=25,
                              n_per_pair=1_000, seed=0):
     """Left: tokens from the learner's speculative_sample against the target p (and the draft q).
-    Right: acceptance frequency against the learner's acceptance_rate for random (p, q) pairs."""
+    Right: acceptance frequency against the learner's acceptance_rate for random (p, q) pairs.
+
+    beta is the acceptance probability at one position (one pair p, q); alpha, its average over
+    positions, does not appear here."""
     rng = np.random.default_rng(seed)
     p_target = rng.dirichlet(np.full(V, 0.8))
     q_draft = rng.dirichlet(np.full(V, 0.8))
@@ -113,7 +116,7 @@ def rejection_sampling_check(speculative_sample, acceptance_rate, V=8, n=10_000,
     left.step(x, q_draft, where="mid", color="k", linestyle="--", label="draft q (proposals)")
     left.set_xlabel("token")
     left.set_ylabel("probability")
-    left.set_title(f"emitted tokens follow p (alpha = {float(acceptance_rate(p_target, q_draft)):.2f})")
+    left.set_title(f"emitted tokens follow p (β = {float(acceptance_rate(p_target, q_draft)):.2f})")
     left.legend(fontsize=8)
 
     predicted, measured = [], []
@@ -123,8 +126,8 @@ def rejection_sampling_check(speculative_sample, acceptance_rate, V=8, n=10_000,
         measured.append(np.mean([speculative_sample(p, q, rng)[1] for _ in range(n_per_pair)]))
     right.plot([0, 1], [0, 1], "k:", linewidth=1)
     right.plot(predicted, measured, "o")
-    right.set_xlabel("acceptance_rate(p, q) = sum min(p, q)")
+    right.set_xlabel("β = acceptance_rate(p, q) = Σ min(p, q)")
     right.set_ylabel(f"accepted fraction of {n_per_pair:,} samples")
-    right.set_title("acceptance frequency matches 1 - TV(p, q)")
+    right.set_title("acceptance frequency matches β = 1 - TV(p, q)")
     fig.tight_layout()
     return fig

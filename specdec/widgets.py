@@ -40,7 +40,17 @@ class SpeedupExplorer(widgets.VBox):
         S = np.asarray(self.speedup(a, Ks, c), dtype=float)
         best = int(self.optimal_K(a, c, self.K_max))
         return dict(alpha=a, c=c, K=K, Ks=Ks, S=S, S_K=float(S[K]), best_K=best, S_best=float(S[best]),
-                    ceiling=1.0 / (1.0 - a), loses_all=bool(np.all(S[1:] < 1.0)))
+                    ceiling=1.0 / (1.0 - a), loses_all=bool(np.all(S[1:] < 1.0)),
+                    k1_wins=bool(a > c + 1e-9))  # sliders step by 0.01: a float excess of 1e-17 is a tie
+
+    @staticmethod
+    def _corollary(s) -> str:
+        """Corollary 3.9 of Leviathan et al. read from (alpha, c); alpha == c is the break-even of K = 1."""
+        if s["k1_wins"]:
+            return "alpha > c: K = 1 already wins"
+        if s["loses_all"]:
+            return "alpha <= c: every K loses"
+        return "alpha = c: no K wins (K = 1 only breaks even)"
 
     def _update(self, change=None):
         s = self.summary()
@@ -51,7 +61,7 @@ class SpeedupExplorer(widgets.VBox):
             f"best K = {s['best_K']}: {s['S_best']:.2f}x"
             f"{' (do not speculate)' if s['best_K'] == 0 else ''}<br>"
             f"ceiling 1/(1 - alpha) = {s['ceiling']:.2f}x<br>"
-            f"{'alpha <= c: every K loses' if s['loses_all'] else 'alpha > c: K = 1 already wins'}</div>")
+            f"{self._corollary(s)}</div>")
         with self.plot:
             self.plot.clear_output(wait=True)
             fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))

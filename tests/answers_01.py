@@ -179,3 +179,78 @@ def expected_unguarded(alpha, K):
 
 
 WRONG["expected_tokens_edges"].append((expected_unguarded, "0/0 at alpha = 1"))
+
+
+# ---------------------------------------------------------------- audit of issue 12: more answers
+
+
+def expected_narrow_guard(alpha, K):
+    """Correct: a guard narrower than about 1e-8 errs less than the closed form's own rounding there."""
+    a = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(np.abs(1 - a) < 1e-10, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
+    return out.item() if out.ndim == 0 else out
+
+
+def simulate_geometric_capped(alpha, K, rounds, rng):
+    """Correct: rng.geometric counts the trials up to the first rejection, capped at K+1 tokens."""
+    if alpha == 1:
+        return np.full(rounds, K + 1)
+    return np.minimum(rng.geometric(1 - alpha, size=rounds), K + 1)
+
+
+CORRECT["expected_tokens"].append(expected_narrow_guard)
+CORRECT["simulate_tokens"].append(simulate_geometric_capped)
+
+
+def expected_isclose_guard(alpha, K):
+    """np.isclose(alpha, 1) returns K+1 on a whole interval (|1 - alpha| <= 1e-5) below 1."""
+    a = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(np.isclose(a, 1.0), K + 1.0, (1 - a ** (K + 1)) / (1 - a))
+    return out.item() if out.ndim == 0 else out
+
+
+def expected_tolerance_guard(alpha, K):
+    """abs(1 - alpha) < 1e-6: passed the old grid (1 - (1 - 1e-6) is just above 1e-6)."""
+    a = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(np.abs(1 - a) < 1e-6, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
+    return out.item() if out.ndim == 0 else out
+
+
+def expected_list_for_arrays(alpha, K):
+    if np.ndim(alpha):
+        return np.vectorize(lambda a: sum(a ** k for k in range(K + 1)))(alpha).tolist()
+    return sum(alpha ** k for k in range(K + 1))
+
+
+def expected_shape_one(alpha, K):
+    a = np.atleast_1d(np.asarray(alpha, dtype=float))
+    return (a[..., None] ** np.arange(K + 1)).sum(axis=-1)
+
+
+def expected_in_place(alpha, K):
+    """Overwrites the caller's array with the result."""
+    if isinstance(alpha, np.ndarray):
+        alpha[...] = (alpha[..., None] ** np.arange(K + 1)).sum(axis=-1)
+        return alpha
+    return sum(alpha ** k for k in range(K + 1))
+
+
+def expected_no_return(alpha, K):
+    total = sum(np.asarray(alpha, dtype=float) ** k for k in range(K + 1))  # noqa: F841 - forgot `return`
+
+
+def simulate_fixed_seed(alpha, K, rounds, rng):
+    rng = np.random.default_rng(1234)
+    return np.cumprod(rng.random((rounds, K)) < alpha, axis=1).sum(axis=1) + 1
+
+
+WRONG["expected_tokens"] += [(expected_shape_one, "one number for scalar inputs"),
+                             (expected_no_return, "returned None")]
+WRONG["expected_tokens_edges"] += [(expected_isclose_guard, "tolerance guard"),
+                                   (expected_tolerance_guard, "tolerance guard"),
+                                   (expected_list_for_arrays, "returned a list"),
+                                   (expected_in_place, "in place")]
+WRONG["simulate_tokens"].append((simulate_fixed_seed, "ignores its rng argument"))

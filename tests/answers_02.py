@@ -173,3 +173,95 @@ def break_even_coarse(K, c):
 
 CORRECT["break_even_alpha"].append(break_even_speedup_tolerance)
 WRONG["break_even_alpha"].append((break_even_coarse, "not within 1e-7"))
+
+
+# ---------------------------------------------------------------- audit of issue 12: more answers
+
+
+def break_even_brentq(K, c):
+    from scipy.optimize import brentq
+    if c >= 1:
+        return float("nan")
+    def excess(a):
+        return sum(a ** k for k in range(K + 1)) / (1 + K * c) - 1
+    return 0.0 if excess(0.0) >= 0 else brentq(excess, 0.0, 1.0)
+
+
+def break_even_width_tolerance(K, c):
+    """Bisect until the interval is below 1e-7: the midpoint is within 5e-8."""
+    if c >= 1:
+        return float("nan")
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-7:
+        mid = (lo + hi) / 2
+        s = sum(mid ** k for k in range(K + 1)) / (1 + K * c)
+        lo, hi = (mid, hi) if s < 1 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def break_even_k1_shortcut(K, c):
+    """alpha* = c exactly for K = 1 (the notebook says so), bisection otherwise."""
+    if c >= 1:
+        return float("nan")
+    if K == 1:
+        return float(c)
+    return break_even_width_tolerance(K, c)
+
+
+def optimal_K_shortcut(alpha, c, K_max=16):
+    """alpha <= c: nothing wins; otherwise K = 1 already wins, so search 1..K_max."""
+    if alpha <= c:
+        return 0
+    S = [sum(alpha ** k for k in range(K + 1)) / (1 + K * c) for K in range(1, K_max + 1)]
+    return 1 + int(np.argmax(S))
+
+
+CORRECT["break_even_alpha"] += [break_even_brentq, break_even_width_tolerance, break_even_k1_shortcut]
+CORRECT["optimal_K"].append(optimal_K_shortcut)
+
+
+def speedup_shape_one(alpha, K, c):
+    a = np.atleast_1d(np.asarray(alpha, dtype=float))
+    return _tokens(a, K) / (1 + np.asarray(K) * np.asarray(c))
+
+
+def speedup_in_place(alpha, K, c):
+    """Right values, but clips the caller's alpha array in place."""
+    if isinstance(alpha, np.ndarray):
+        np.clip(alpha, 0.0, 0.999, out=alpha)
+        a = np.asarray(alpha)
+    else:
+        a = min(alpha, 0.999)
+    return speedup_closed_form(a, K, c)
+
+
+def loses_list(alpha, K, c):
+    s = speedup_closed_form(alpha, K, c)
+    return (s < 1).tolist() if np.ndim(s) else bool(s < 1)
+
+
+def break_even_none(K, c):
+    return None if c >= 1 else break_even_width_tolerance(K, c)
+
+
+def optimal_K_float(alpha, c, K_max=16):
+    return float(np.argmax(speedup_closed_form(alpha, np.arange(K_max + 1), c)))
+
+
+def optimal_K_largest_on_ties(alpha, c, K_max=16):
+    S = speedup_closed_form(alpha, np.arange(K_max + 1), c)
+    return int(K_max - np.argmax(S[::-1]))
+
+
+WRONG["speedup"] += [(speedup_shape_one, "one number for scalar inputs"), (speedup_in_place, "in place")]
+WRONG["loses"].append((loses_list, "returned a list"))
+WRONG["break_even_alpha"].append((break_even_none, "float('nan')"))
+WRONG["optimal_K"] += [(optimal_K_float, "must return one int"), (optimal_K_largest_on_ties, "smallest K on ties")]
+
+
+def optimal_K_fixed_range(alpha, c, K_max=16):
+    """Ignores K_max: always searches 0..16."""
+    return int(np.argmax(speedup_closed_form(alpha, np.arange(17), c)))
+
+
+WRONG["optimal_K"].append((optimal_K_fixed_range, "K_max argument"))

@@ -64,12 +64,46 @@ def _short(value) -> str:
 
 def as_float_array(value, label: str) -> np.ndarray:
     __tracebackhide__ = True
+    if value is None:  # np.asarray(None, dtype=float) would be nan and hide the real mistake
+        fail(f"{label} returned None: does the function end with `return` and the value?")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         fail(f"{label} returned {type(value).__name__}, which is not a number or an array of numbers.")
+
+
+def require_scalar(value, label: str) -> float:
+    """One number for scalar inputs: a float, a numpy scalar or a 0-d array (not shape (1,))."""
+    __tracebackhide__ = True
+    array = as_float_array(value, label)
+    if array.ndim != 0:
+        fail(f"{label} must return one number for scalar inputs, not an array of shape {array.shape} "
+             "(return float(x) or x.item()).")
+    return float(array)
+
+
+def require_ndarray(value, label: str) -> np.ndarray:
+    """An array input gets a numpy array back, not a list: callers keep doing array arithmetic on it."""
+    __tracebackhide__ = True
+    if value is None or not isinstance(value, np.ndarray):
+        as_float_array(value, label)  # None and non-numbers get their own hint
+        fail(f"{label} returned a {type(value).__name__} for array input; return a numpy array "
+             "(np.asarray(...) converts it), shaped by the inputs.")
+    return value
+
+
+def unchanged(label: str, **pairs) -> None:
+    """Fail when learner code changed an argument in place: pairs are name=(copy kept, object passed)."""
+    __tracebackhide__ = True
+    for name, (kept, passed) in pairs.items():
+        kept_a, passed_a = np.asarray(kept), np.asarray(passed)
+        same = kept_a.shape == passed_a.shape and bool(np.allclose(
+            passed_a.astype(float), kept_a.astype(float), rtol=1e-12, atol=1e-15, equal_nan=True))
+        if not same:
+            fail(f"{label} changed its argument `{name}` in place; work on a copy (for example "
+                 f"{name} = np.array({name}, dtype=float)) so that the caller's array stays as it was.")
 
 
 def close(a, b, rtol: float = 1e-9, atol: float = 1e-12) -> bool:

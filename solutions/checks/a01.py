@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail,
+    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail, require_ndarray, require_scalar,
+    unchanged,
 )
 from solutions.reference import a01_acceptance_chain as ref
 
@@ -84,10 +85,7 @@ def check_expected_tokens(expected_tokens) -> None:
     got = []
     for alpha, K in grid:
         label = f"expected_tokens({alpha:g}, {K})"
-        value = as_float_array(call(expected_tokens, alpha, K), label)
-        if value.shape not in ((), (1,)):
-            fail(f"{label} must return one number for a scalar alpha, not an array of shape {value.shape}.")
-        got.append(float(value.reshape(())))
+        got.append(require_scalar(call(expected_tokens, alpha, K), label))
     want = [ref.expected_tokens(alpha, K) for alpha, K in grid]
     if close(got, want, rtol=1e-7, atol=1e-10):
         return
@@ -99,32 +97,59 @@ def check_expected_tokens(expected_tokens) -> None:
          "the K+1 emission slots k = 0..K.")
 
 
+# Continuity just below alpha = 1. At alpha = 1 - gap the closed form (1 - alpha**(K+1)) / (1 - alpha),
+# guarded at alpha == 1 only, has a relative rounding error of about 1.1e-16 / ((K+1) * gap) (the
+# subtraction 1 - alpha**(K+1) cancels; 1 - alpha is exact); summing the powers is exact to a few
+# ulps. The tolerance 1e-14 / gap (at least 1e-9) leaves a margin of about 100 over that rounding,
+# so every correct way of writing the function passes. A tolerance guard (np.isclose(alpha, 1),
+# abs(1 - alpha) < 1e-6, ...) returns K+1 on a whole interval below 1, where the exact value is
+# about K+1 - K(K+1)/2 * gap: off by a relative K/2 * gap, which this tolerance catches for every
+# gap above about 1.5e-7 / sqrt(K). A narrower guard errs less than the closed form's own rounding.
+EDGE_GAPS = (1e-3, 1e-4, 1e-5, 3e-6, 1e-6, 5e-7, 2e-7, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
+
+
+def _edge_rtol(gap: float) -> float:
+    return max(1e-9, 1e-14 / gap)
+
+
+HINT_TOLERANCE_GUARD = ("returns exactly K+1 just below alpha = 1: a tolerance guard such as np.isclose(alpha, 1) "
+                        "or abs(1 - alpha) < eps replaces a whole interval by K+1, which is off there by about "
+                        "K(K+1)/2 * (1 - alpha); guard alpha == 1 exactly, or sum the powers.")
+
+
 def check_expected_tokens_edges(expected_tokens) -> None:
     """alpha = 0 and alpha = 1 exactly, continuity just below 1, and array inputs."""
     __tracebackhide__ = True
     for K in (1, 3, 8):
-        at_zero = float(as_float_array(call(expected_tokens, 0.0, K), "expected_tokens").reshape(-1)[0])
+        at_zero = require_scalar(call(expected_tokens, 0.0, K), f"expected_tokens(0.0, {K})")
         if not close(at_zero, 1.0):
             fail(f"expected_tokens(0.0, {K}) must be exactly 1: with alpha = 0 every round emits only "
                  "the target's own token.")
         zero_div = {ZeroDivisionError: "the closed form is 0/0 at alpha = 1; return K+1 there (all drafts "
                                        "plus the bonus token) or sum the powers alpha**k instead."}
-        at_one = float(as_float_array(call(expected_tokens, 1.0, K, on_error=zero_div), "expected_tokens").reshape(-1)[0])
+        at_one = require_scalar(call(expected_tokens, 1.0, K, on_error=zero_div), f"expected_tokens(1.0, {K})")
         if close(at_one, float(K)):
             fail(f"expected_tokens(1.0, {K}) returned K: {HINT_BONUS}")
         if not close(at_one, K + 1.0):
             fail(f"expected_tokens(1.0, {K}) must be K+1 = {K + 1} (all drafts accepted plus the bonus "
-                 "token); the closed form is 0/0 there, so handle alpha = 1 or sum the powers.")
-        for gap, rtol in ((1e-6, 1e-7), (1e-9, 1e-5), (1e-12, 1e-3)):
+                 "token); the closed form is 0/0 there, so guard alpha == 1 or sum the powers.")
+        for gap in EDGE_GAPS:
             alpha = 1.0 - gap
-            got = float(as_float_array(call(expected_tokens, alpha, K), "expected_tokens").reshape(-1)[0])
-            if not close(got, ref.expected_tokens(alpha, K), rtol=rtol, atol=0.0):
-                fail(f"expected_tokens(1 - {gap:g}, {K}) jumps away from K+1: the function must be "
-                     "continuous just below alpha = 1 (avoid special-casing a whole interval, and "
-                     "check for cancellation in 1 - alpha**(K+1)).")
+            label = f"expected_tokens(1 - {gap:g}, {K})"
+            got = require_scalar(call(expected_tokens, alpha, K), label)
+            if close(got, ref.expected_tokens(alpha, K), rtol=_edge_rtol(gap), atol=0.0):
+                continue
+            if got == K + 1.0:
+                fail(f"{label} {HINT_TOLERANCE_GUARD}")
+            fail(f"{label} is not accurate just below alpha = 1: the function must be continuous there "
+                 "(no special case for a whole interval; sum the powers, or guard alpha == 1 exactly).")
     alphas = np.array([[0.0, 0.1, 0.5, 0.9], [0.99, 1.0, 0.3, 0.75], [0.2, 0.6, 0.8, 0.95]])
     for K in (1, 4, 10):
-        got = as_float_array(call(expected_tokens, alphas.copy(), K), f"expected_tokens(<array>, {K})")
+        label = f"expected_tokens(<array>, {K})"
+        passed = alphas.copy()
+        out = call(expected_tokens, passed, K)
+        unchanged(label, alpha=(alphas, passed))
+        got = as_float_array(require_ndarray(out, label), label)
         want = ref.expected_tokens(alphas, K)
         if got.shape != want.shape:
             fail(f"expected_tokens(alpha_array, {K}) must return an array shaped like alpha "
@@ -187,6 +212,12 @@ def check_simulate_tokens(simulate_tokens) -> None:
     if not np.array_equal(np.asarray(a), np.asarray(b)):
         fail("two calls with identically seeded rngs gave different results: draw every random "
              "number from the rng argument (not np.random or a new generator).")
+    # Two correct runs with different seeds agree on all 1000 rounds with probability
+    # (sum of squared pmf)**1000 = 0.26**1000, about 1e-585.
+    other = call(simulate_tokens, 0.6, 4, 1000, np.random.default_rng(SEED + 100))
+    if np.array_equal(np.asarray(a), np.asarray(other)):
+        fail("two calls with differently seeded rngs gave identical results: the function ignores its "
+             "rng argument (a generator with a fixed seed inside?); draw every random number from rng.")
 
 
 def _pmf_without_bonus(alpha, K):

@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 
-from solutions.checks._common import as_float_array, call, close, diagnose, fail
+from solutions.checks._common import (
+    as_float_array, call, close, diagnose, fail, require_ndarray, require_scalar, unchanged,
+)
 from solutions.reference import a02_cost_and_speedup as ref
 
 ALPHAS = (0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.999999, 1.0)
@@ -33,10 +35,17 @@ def _tokens(a, K):
 
 def _scalar(fn, label, *args):
     __tracebackhide__ = True
-    value = as_float_array(call(fn, *args), label)
-    if value.size != 1:
-        fail(f"{label} must return one number for scalar inputs, not an array of shape {value.shape}.")
-    return float(value.reshape(-1)[0])
+    return require_scalar(call(fn, *args), label)
+
+
+def _array_call(fn, label, **arrays):
+    """Call fn on copies of the (numpy array) arguments, by position in the order given; fail if it
+    changed them or returned something else than a numpy array."""
+    __tracebackhide__ = True
+    passed = {name: a.copy() if isinstance(a, np.ndarray) else a for name, a in arrays.items()}
+    out = call(fn, *passed.values())
+    unchanged(label, **{name: (a, passed[name]) for name, a in arrays.items() if isinstance(a, np.ndarray)})
+    return require_ndarray(out, label)
 
 
 # ---------------------------------------------------------------- round_cost
@@ -61,7 +70,8 @@ def check_round_cost(round_cost) -> None:
              "round_cost(K, c) should be one target pass plus K draft passes, in target-pass units.")
     Ks = np.arange(0, 9)[:, None]
     cs = np.array([0.0, 0.05, 0.3, 1.0])[None, :]
-    got = as_float_array(call(round_cost, Ks, cs), "round_cost(<array>, <array>)")
+    label = "round_cost(<array>, <array>)"
+    got = as_float_array(_array_call(round_cost, label, K=Ks, c=cs), label)
     if got.shape != (9, 4) or not close(got, ref.round_cost(Ks, cs)):
         fail("round_cost(K_array, c_array) must broadcast like numpy (shape (9, 1) with (1, 4) gives (9, 4)).")
 
@@ -99,7 +109,8 @@ def check_speedup_arrays(speedup) -> None:
     alpha = np.array([0.0, 0.3, 0.6, 0.8, 0.9, 1.0])[:, None, None]
     K = np.arange(0, 17)[None, :, None]
     c = np.array([0.0, 0.02, 0.1, 0.5])[None, None, :]
-    got = as_float_array(call(speedup, alpha, K, c), "speedup(<alpha array>, <K array>, <c array>)")
+    label = "speedup(<alpha array>, <K array>, <c array>)"
+    got = as_float_array(_array_call(speedup, label, alpha=alpha, K=K, c=c), label)
     want = ref.speedup(alpha, K, c)
     if got.shape != want.shape:
         fail(f"speedup must broadcast alpha, K and c like numpy: shapes (6,1,1), (1,17,1), (1,1,4) "
@@ -119,7 +130,13 @@ def check_loses(loses) -> None:
     """Scalars on a grid (K = 0 included: plain decoding never loses) and a broadcast array."""
     __tracebackhide__ = True
     grid = [(a, K, c) for a in ALPHAS for K in KS for c in CS if _clear_of_break_even(a, K, c)]
-    got = [bool(np.asarray(call(loses, a, K, c))) for a, K, c in grid]
+    got = []
+    for a, K, c in grid:
+        value = call(loses, a, K, c)
+        if np.ndim(value) != 0:
+            fail(f"loses({a:g}, {K}, {c:g}) must return one bool for scalar inputs, not an array of shape "
+                 f"{np.shape(value)} (return bool(x) or x.item()).")
+        got.append(bool(value))
     want = [bool(ref.loses(a, K, c)) for a, K, c in grid]
     wrong = [(x, g) for x, g, w in zip(grid, got, want) if g != w]
     if wrong:
@@ -134,7 +151,7 @@ def check_loses(loses) -> None:
         fail(f"loses({a:g}, {K}, {c:g}) is wrong: speculation loses exactly when speedup < 1.")
     alpha = np.array([0.2, 0.5, 0.8, 0.95])[:, None]
     c = np.array([0.05, 0.3, 0.7])[None, :]
-    got = np.asarray(call(loses, alpha, 4, c))
+    got = _array_call(loses, "loses(<array>, 4, <array>)", alpha=alpha, K=4, c=c)
     want = ref.loses(alpha, 4, c)
     if got.shape != want.shape or got.dtype != bool or not np.array_equal(got, want):
         fail("loses(alpha_array, K, c_array) must return a bool array that broadcasts like numpy.")
@@ -167,6 +184,9 @@ def check_break_even_alpha(break_even_alpha) -> None:
             fail(f"{label} is not where speedup(alpha, K, c) crosses 1 (solve it by bisection on "
                  "[0, 1]: speedup increases with alpha; at c = 0 the answer is 0).")
     for K, c in ((1, 1.0), (3, 1.0), (4, 1.7)):
+        if call(break_even_alpha, K, c) is None:
+            fail(f"break_even_alpha({K}, {c:g}) returned None; return float('nan') when no alpha wins, so "
+                 "that callers (plots, arithmetic) still get a number.")
         got = _scalar(break_even_alpha, f"break_even_alpha({K}, {c:g})", K, c)
         if not math.isnan(got):
             fail(f"break_even_alpha({K}, {c:g}) must be nan: with c >= 1 no alpha in [0, 1] wins.")
@@ -174,34 +194,41 @@ def check_break_even_alpha(break_even_alpha) -> None:
 
 # ---------------------------------------------------------------- optimal_K
 
+# Exact ties, whatever the floating-point route: alpha = 0, c = 0 (every K gives 1 + 0 / 1) and
+# alpha = 1, c = 1 (every K gives (K+1) / (1+K)): the answer is K = 0 (smallest on ties). Any other
+# near-tie is left out, because rounding may decide it either way.
+EXACT_TIES = ((0.0, 0.0), (1.0, 1.0))
+
+
 def _unambiguous(a, c, K_max):
     s = np.sort(ref.speedup(a, np.arange(K_max + 1), c))
-    return s[-1] - s[-2] > 1e-9 or (a == 0.0 and c == 0.0)
+    return s[-1] - s[-2] > 1e-9 or (a, c) in EXACT_TIES
 
 
 def check_optimal_K(optimal_K) -> None:
     """argmax over K = 0..K_max, smallest on ties, 0 meaning 'do not speculate'."""
     __tracebackhide__ = True
     grid = [(a, c, K_max) for a in (0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
-            for c in (0.0, 0.01, 0.05, 0.1, 0.2, 0.4, 0.6, 1.2) for K_max in (16, 8, 3)
+            for c in (0.0, 0.01, 0.05, 0.1, 0.2, 0.4, 0.6, 1.0, 1.2) for K_max in (16, 8, 3)
             if _unambiguous(a, c, K_max)]
     for a, c, K_max in grid:
         label = f"optimal_K({a:g}, {c:g}, K_max={K_max})"
         got = call(optimal_K, a, c, K_max=K_max)
-        try:
-            got_int = int(got)
-        except (TypeError, ValueError):
-            fail(f"{label} returned {type(got).__name__}; it must return one int in 0..K_max.")
-        if got_int != got:
-            fail(f"{label} returned {got!r}, which is not an int.")
+        if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
+            fail(f"{label} returned {type(got).__name__} {got!r}; it must return one int in 0..K_max "
+                 "(for example int(np.argmax(S))).")
+        got_int = int(got)
         want = ref.optimal_K(a, c, K_max)
         if got_int == want:
             continue
         if want == 0 and got_int >= 1:
-            fail(f"{label}: when no K wins (here alpha <= c, or a=0 and c=0 where every K ties at 1) "
+            fail(f"{label}: when no K wins (here alpha <= c; at a=0, c=0 and at a=1, c=1 every K ties at 1) "
                  "the answer is K = 0, do not speculate; include K = 0 in the search and keep the "
                  "smallest K on ties.")
-        if not 0 <= got_int <= K_max:
+        if got_int > K_max:
+            fail(f"{label} returned {got_int}, above K_max: search K = 0..K_max using the K_max argument, "
+                 "not a fixed range.")
+        if got_int < 0:
             fail(f"{label} returned {got_int}, outside 0..K_max.")
         if got_int == K_max and c > 0:
             fail(f"{label} always drafts the most it can: {HINT_NO_DRAFT_COST}")

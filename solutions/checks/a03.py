@@ -7,13 +7,20 @@ rng.random plus a cumulative sum, or anything else that uses the rng it is given
 
 False-failure budget: each statistical checker runs exact binomial tests whose total level
 (union bound over every bin of every case) is at most 2e-7, so a correct answer fails one
-checker with probability below 2e-7 and the whole notebook below 1e-6.
+checker with probability below 2e-7 and the whole notebook below 1e-6. The samplers are also
+run twice with one seed (a correct answer always reproduces itself) and once with another (two
+correct runs agree with a probability written next to each check, below 1e-40).
+
+Notation as in the notebook: beta = sum_x min(p, q) is the acceptance probability at one
+position (what `acceptance_rate` returns); alpha is its average over positions.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from solutions.checks._common import SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail
+from solutions.checks._common import (
+    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail, require_ndarray, unchanged,
+)
 from solutions.reference import a03_rejection_sampling as ref
 
 LEVEL = 2e-7  # total false-failure probability of one statistical checker
@@ -36,7 +43,12 @@ def check_acceptance_rate(acceptance_rate) -> None:
     cases += [(fixed, fixed.copy()), (np.array([1.0, 0, 0]), np.array([0, 0.5, 0.5]))]
     for p, q in cases:
         label = f"acceptance_rate(p, q) with p of shape {p.shape}"
-        got = as_float_array(call(acceptance_rate, p.copy(), q.copy()), label)
+        p_in, q_in = p.copy(), q.copy()
+        out = call(acceptance_rate, p_in, q_in)
+        unchanged(label, p=(p, p_in), q=(q, q_in))
+        if p.ndim > 1:
+            require_ndarray(out, label)
+        got = as_float_array(out, label)
         want = ref.acceptance_rate(p, q)
         if got.shape != want.shape:
             fail(f"{label} must return shape {want.shape} (one rate per leading index: sum over the "
@@ -45,11 +57,11 @@ def check_acceptance_rate(acceptance_rate) -> None:
             continue
         hint = diagnose([got], {
             "that is sum max(p, q); a draft token x survives with probability min(1, p(x)/q(x)), "
-            "so the acceptance rate is sum_x q(x) min(1, p(x)/q(x)) = sum_x min(p(x), q(x)).":
+            "so beta = sum_x q(x) min(1, p(x)/q(x)) = sum_x min(p(x), q(x)).":
                 lambda: np.maximum(p, q).sum(-1),
             "1 - sum |p - q| double-counts: the total variation distance is HALF the L1 distance, "
-            "so acceptance = 1 - TV = 1 - 0.5 * sum |p - q|.": lambda: 1 - np.abs(p - q).sum(-1),
-            "that is a mean over tokens; the acceptance rate is the SUM over x of min(p(x), q(x)).":
+            "so beta = 1 - TV = 1 - 0.5 * sum |p - q|.": lambda: 1 - np.abs(p - q).sum(-1),
+            "that is a mean over tokens; beta is the SUM over x of min(p(x), q(x)).":
                 lambda: np.minimum(p, q).mean(-1),
         }, [()])
         fail(f"acceptance_rate: {hint}" if hint else f"{label} is not sum_x min(p(x), q(x)).")
@@ -64,33 +76,65 @@ def check_residual_distribution(residual_distribution) -> None:
     cases = [_pairs(rng, V, batch) for V, batch in ((5, ()), (30, ()), (6, (3,)), (4, (2, 2)))]
     for p, q in cases:
         label = f"residual_distribution(p, q) with p of shape {p.shape}"
-        got = as_float_array(call(residual_distribution, p.copy(), q.copy()), label)
+        got = _residual_call(residual_distribution, p, q, label)
         want = ref.residual_distribution(p, q)
         if got.shape != want.shape:
             fail(f"{label} must return an array shaped like p, {want.shape}, not {got.shape}.")
         if close(got, want, rtol=1e-9, atol=1e-12):
             continue
+        if close(got, want, rtol=1e-5, atol=1e-8):
+            fail(f"{label} is close to the residual but not exact: an epsilon added to the sum (or to the "
+                 "leftover) changes every value; guard the zero sum with np.where instead.")
         leftover = np.maximum(p - q, 0)
+        row_mistake = {} if p.ndim == 1 else {
+            "normalise over the last axis only (each row is its own distribution).":
+                lambda: leftover / leftover.sum()}
         hint = diagnose([got], {
             "the residual is not normalised: divide max(p - q, 0) by its sum over the last axis "
-            "(which equals 1 - acceptance rate) so that it is a distribution.": lambda: leftover,
+            "(which equals 1 - beta, the rejection probability) so that it is a distribution.": lambda: leftover,
             "q - p instead of p - q: the residual must put mass where the TARGET p exceeds the draft q, "
             "the tokens the draft under-proposes.":
                 lambda: np.maximum(q - p, 0) / np.maximum(q - p, 0).sum(-1, keepdims=True),
-            "normalise over the last axis only (each row is its own distribution).":
-                lambda: leftover / leftover.sum(),
+            **row_mistake,
         }, [()])
         fail(f"residual_distribution: {hint}" if hint else f"{label} is not max(p - q, 0) normalised.")
     p = np.array([0.5, 0.25, 0.25])
     for q_equal in (p.copy(), np.stack([p, p])):
         p_equal = q_equal.copy()
-        got = as_float_array(call(residual_distribution, p_equal, q_equal), "residual_distribution(p, p)")
+        got = _residual_call(residual_distribution, p_equal, q_equal, "residual_distribution(p, p)")
         if np.isnan(got).any():
             fail("residual_distribution(p, q) returns NaN when p == q (0/0): when nothing is left over, "
                  "return p itself (that case is never sampled, but NaN breaks the sampler and its callers).")
         if not close(got, p_equal):
             fail("residual_distribution(p, q) with p == q must return p (nothing is left over, so there "
                  "is no residual to normalise), not zeros or anything else.")
+    # A batch where one row has p == q and the other does not: each row decides on its own.
+    p_mixed = np.stack([p, np.array([0.6, 0.3, 0.1])])
+    q_mixed = np.stack([p, np.array([0.3, 0.3, 0.4])])
+    got = _residual_call(residual_distribution, p_mixed, q_mixed, "residual_distribution(p, q) with p of shape (2, 3)")
+    if np.isnan(got).any() or not close(got, ref.residual_distribution(p_mixed, q_mixed)):
+        fail("residual_distribution is wrong on a batch where only some rows have p == q: decide row by row "
+             "(np.where on the row sums), not with one test for the whole batch.")
+    # p and q a little apart: the leftover mass is 1e-6, all on token 1, so the residual is one-hot
+    # there. A tolerance (np.allclose(p, q), or a threshold on the leftover mass) returns p instead.
+    q_near = p + np.array([1e-6, -1e-6, 0.0])
+    for p_case, q_case in ((p, q_near), (np.stack([p, p]), np.stack([q_near, q_near]))):
+        got = _residual_call(residual_distribution, p_case.copy(), q_case.copy(), "residual_distribution(p, q)")
+        if not close(got, ref.residual_distribution(p_case, q_case), rtol=1e-6, atol=1e-9):
+            if close(got, p_case):
+                fail("residual_distribution returns p when p and q are only close (np.allclose, or a threshold "
+                     "on the leftover mass): however small max(p - q, 0) is, the residual is that leftover "
+                     "normalised; return p only when nothing at all is left over.")
+            fail("residual_distribution is wrong when p and q are close but not equal: normalise the small "
+                 "leftover max(p - q, 0) anyway.")
+
+
+def _residual_call(residual_distribution, p, q, label):
+    __tracebackhide__ = True
+    p_in, q_in = p.copy(), q.copy()
+    out = call(residual_distribution, p_in, q_in)
+    unchanged(label, p=(p, p_in), q=(q, q_in))
+    return as_float_array(require_ndarray(out, label), label)
 
 
 # ---------------------------------------------------------------- speculative_sample
@@ -110,6 +154,28 @@ def _mixture(p, q, other):
     return np.minimum(p, q) + (1 - alpha) * other
 
 
+def _check_sample_output(out, V):
+    __tracebackhide__ = True
+    if not (isinstance(out, tuple) and len(out) == 2):
+        fail("speculative_sample must return a tuple (token, accepted).")
+    token, acc = out
+    if isinstance(token, (bool, np.bool_)) or not (np.issubdtype(type(token), np.integer) and 0 <= token < V):
+        fail(f"speculative_sample returned token {token!r}; it must be an int in 0..V-1.")
+    return int(token), bool(acc)
+
+
+def _deterministic_accept(p, q):
+    """Distribution of a sampler that keeps x ~ q exactly when p[x] >= q[x] and otherwise draws the residual."""
+    rejected_mass = q[q > p].sum()
+    return np.where(p >= q, q, 0.0) + rejected_mass * _safe_norm(np.maximum(p - q, 0))
+
+
+# Calls per reproducibility run, on the first pair. One call's outcome (token, accepted) repeats in
+# an independent run with probability sum_o P(o)**2 = 0.175 for that pair, so two correct runs with
+# different seeds agree on all calls with probability 0.175**200, about 1e-151.
+REPRO_CALLS = 200
+
+
 def check_speculative_sample(speculative_sample) -> None:
     """Over SAMPLE_N draws per case: tokens distributed as p, acceptance frequency sum min(p, q).
 
@@ -117,31 +183,43 @@ def check_speculative_sample(speculative_sample) -> None:
     then (inside counts_match_pmf) over the bins.
     """
     __tracebackhide__ = True
+    p0, q0 = SAMPLE_CASES[0]
+    runs = []
+    for seed in (SEED + 30, SEED + 30, SEED + 31):
+        run_rng = np.random.default_rng(seed)
+        runs.append([_check_sample_output(call(speculative_sample, p0.copy(), q0.copy(), run_rng), len(p0))
+                     for _ in range(REPRO_CALLS)])
+    if runs[0] != runs[1]:
+        fail("two runs with identically seeded rngs gave different results: draw every random number from "
+             "the rng argument (not np.random or a generator of your own).")
+    if runs[0] == runs[2]:
+        fail("two runs with differently seeded rngs gave identical results: the function ignores its rng "
+             "argument (a generator with a fixed seed inside?); draw every random number from rng.")
     per_case = LEVEL / (2 * len(SAMPLE_CASES))
     for case, (p, q) in enumerate(SAMPLE_CASES):
         rng = np.random.default_rng(SEED + 10 + case)
         tokens = np.empty(SAMPLE_N, dtype=np.int64)
         accepted = np.empty(SAMPLE_N, dtype=bool)
         for i in range(SAMPLE_N):
-            out = call(speculative_sample, p.copy(), q.copy(), rng)
-            if not (isinstance(out, tuple) and len(out) == 2):
-                fail("speculative_sample must return a tuple (token, accepted).")
-            token, acc = out
-            if not (np.issubdtype(type(token), np.integer) and 0 <= token < len(p)):
-                fail(f"speculative_sample returned token {token!r}; it must be an int in 0..V-1.")
-            tokens[i], accepted[i] = token, bool(acc)
+            p_in, q_in = p.copy(), q.copy()
+            out = call(speculative_sample, p_in, q_in, rng)
+            if not (np.array_equal(p_in, p) and np.array_equal(q_in, q)):
+                unchanged("speculative_sample(p, q, rng)", p=(p, p_in), q=(q, q_in))
+            tokens[i], accepted[i] = _check_sample_output(out, len(p))
         values = np.arange(len(p))
         alpha = ref.acceptance_rate(p, q)
-        if accepted.all() and alpha < 0.99:
-            fail("speculative_sample accepts every draft token: accept x ~ q only with probability "
-                 "min(1, p[x] / q[x]).")
         if not counts_match_pmf(tokens, values, p, per_case):
+            if accepted.all() and alpha < 0.99:
+                fail("speculative_sample accepts every draft token: accept x ~ q only with probability "
+                     "min(1, p[x] / q[x]).")
             wrong = {
                 "on rejection it resamples from p; it must sample from the residual "
                 "norm(max(p - q, 0)), otherwise tokens that q already over-proposes are counted twice.":
                     _mixture(p, q, p),
                 "the residual uses q - p; it must be max(p - q, 0), the mass where the target exceeds "
                 "the draft.": _mixture(p, q, _safe_norm(np.maximum(q - p, 0))),
+                "it keeps x exactly when p[x] >= q[x] and rejects it otherwise; a token the draft "
+                "over-proposes must still be kept with probability p[x] / q[x].": _deterministic_accept(p, q),
                 "its tokens follow q, not p: the acceptance test must keep x with probability "
                 "min(1, p[x] / q[x]).": q,
             }
@@ -151,6 +229,9 @@ def check_speculative_sample(speculative_sample) -> None:
             fail("speculative_sample: the emitted tokens are not distributed as p (draw x ~ q, accept "
                  "with probability min(1, p[x]/q[x]), otherwise draw from the residual).")
         if not counts_match_pmf(accepted.astype(int), np.array([0, 1]), np.array([1 - alpha, alpha]), per_case):
+            if accepted.all():
+                fail("speculative_sample: the tokens are right but the accepted flag is always True; it must "
+                     "be True only when the draft token was kept, and False when the token came from the residual.")
             fail("speculative_sample: the accepted flag is True with the wrong frequency; it should be "
                  "True exactly when the draft token was kept, which happens with probability sum min(p, q).")
 
@@ -163,7 +244,7 @@ def _safe_norm(v):
 # ---------------------------------------------------------------- verify_round
 
 def _greedy_cases():
-    """One-hot rows (temperature 0): the outcome is deterministic."""
+    """One-hot rows (temperature 0): the outcome is deterministic. K = 4 and K = 1."""
     V, K = 5, 4
     eye = np.eye(V)
     target_argmax = np.array([2, 0, 3, 3, 1])         # K+1 positions
@@ -177,24 +258,60 @@ def _greedy_cases():
         else:
             expected = list(target_argmax)  # all accepted, plus the bonus token
         cases.append((drafts, eye[target_argmax], eye[drafts], [int(t) for t in expected]))
+    for drafts, rows in (([3], [3, 0]), ([1], [4, 2])):  # K = 1: accepted + bonus, then rejected
+        drafts = np.array(drafts)
+        expected = rows if drafts[0] == rows[0] else rows[:1]
+        cases.append((drafts, eye[rows], eye[drafts], list(expected)))
     return cases
 
 
 VERIFY_V, VERIFY_K, VERIFY_N = 5, 3, 12_000
+# Rounds per reproducibility run. Two correct runs with different seeds agree on every round with
+# probability prod over rounds of sum_o P(o)**2 (o: the possible outputs of that round), which for
+# these rows and drafts is about 1e-40 for 100 rounds (1e-20 for the first 50).
+VERIFY_REPRO = 100
+
+
+def _tokens_of(out, label):
+    """The emitted tokens as a list of ints: a list, tuple or 1-D integer array of ints is fine."""
+    __tracebackhide__ = True
+    if out is None:
+        fail(f"{label} returned None: does the function end with `return` and the list of tokens?")
+    items = out.tolist() if isinstance(out, np.ndarray) and out.ndim == 1 else out
+    if not isinstance(items, (list, tuple)):
+        fail(f"{label} must return a list of ints, not {type(out).__name__}.")
+    for t in items:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            fail(f"{label} returned the token {t!r} ({type(t).__name__}); tokens are ints (int(x)), "
+                 "so that they can index a vocabulary.")
+    return [int(t) for t in items]
+
+
+def _verify_call(verify_round, drafts, p_rows, q_rows, rng, label="verify_round"):
+    __tracebackhide__ = True
+    d_in, p_in, q_in = drafts.copy(), p_rows.copy(), q_rows.copy()
+    out = call(verify_round, d_in, p_in, q_in, rng)
+    if not (np.array_equal(d_in, drafts) and np.array_equal(p_in, p_rows) and np.array_equal(q_in, q_rows)):
+        unchanged(label, draft_tokens=(drafts, d_in), p_rows=(p_rows, p_in), q_rows=(q_rows, q_in))
+    return _tokens_of(out, label)
 
 
 def check_verify_round(verify_round) -> None:
     """Greedy (one-hot) rounds exactly, then the distribution of rounds with sampled drafts."""
     __tracebackhide__ = True
     for drafts, p_rows, q_rows, expected in _greedy_cases():
-        got = call(verify_round, drafts.copy(), p_rows.copy(), q_rows.copy(), np.random.default_rng(SEED))
-        got = [int(t) for t in np.asarray(got).reshape(-1)]
+        got = _verify_call(verify_round, drafts, p_rows, q_rows, np.random.default_rng(SEED))
         if got == expected:
             continue
-        if len(expected) == len(drafts) + 1 and got == expected[:-1]:
-            fail("verify_round forgets the bonus token: when all K drafts are accepted, append a token "
-                 "sampled from p_rows[K], the target's distribution after the last draft.")
-        if len(got) == len(drafts) + 1 and got[:len(drafts)] == list(drafts):
+        K = len(drafts)
+        if len(expected) == K + 1:  # every draft matches the target: K drafts + the bonus token
+            if got == expected[:-1]:
+                fail("verify_round forgets the bonus token: when all K drafts are accepted, append a token "
+                     "sampled from p_rows[K], the target's distribution after the last draft.")
+            if len(got) == K + 1 and got[:K] == expected[:K]:
+                fail("verify_round draws the bonus token from the wrong row: it must be sampled from "
+                     "p_rows[K], the TARGET's distribution after the last draft (not q_rows, not p_rows[K-1]).")
+        elif len(got) == K + 1 and got[:K] == [int(d) for d in drafts]:
             fail("verify_round accepts every draft token: in the greedy (one-hot) case a draft that "
                  "differs from the target's choice must be rejected and replaced.")
         fail("verify_round is wrong in the greedy case (one-hot rows, the temperature-0 limit): it "
@@ -202,20 +319,56 @@ def check_verify_round(verify_round) -> None:
     rng_rows = np.random.default_rng(SEED + 20)
     p_rows = rng_rows.dirichlet(np.full(VERIFY_V, 0.7), size=VERIFY_K + 1)
     q_rows = 0.5 * p_rows[:VERIFY_K] + 0.5 * rng_rows.dirichlet(np.full(VERIFY_V, 0.7), size=VERIFY_K)
+
+    def draft(rng):
+        return np.array([rng.choice(VERIFY_V, p=q) for q in q_rows])
+
+    repro_drafts = [draft(np.random.default_rng(SEED + 25 + i)) for i in range(VERIFY_REPRO)]
+    runs = []
+    for seed in (SEED + 23, SEED + 23, SEED + 24):
+        run_rng = np.random.default_rng(seed)
+        runs.append([_verify_call(verify_round, d, p_rows, q_rows, run_rng) for d in repro_drafts])
+    if runs[0] != runs[1]:
+        fail("verify_round: two runs with identically seeded rngs gave different results: draw every random "
+             "number from the rng argument (not np.random or a generator of your own).")
+    argmax = [int(t) for t in p_rows.argmax(axis=1)]
+    hint_greedy = ("verify_round only ever emits the target's argmax: with sampled (not one-hot) rows, comparing "
+                   "the draft with the target's argmax is greedy verification; accept with probability "
+                   "min(1, p[x]/q[x]) and sample corrections from the residual.")
+    if runs[0] == runs[2]:
+        if all(r == argmax[:len(r)] for r in runs[0]):
+            fail(hint_greedy)
+        fail("verify_round: two runs with differently seeded rngs gave identical results: the function ignores "
+             "its rng argument (a generator with a fixed seed inside?); draw every random number from rng.")
     rng_drafts = np.random.default_rng(SEED + 21)
     rng_learner = np.random.default_rng(SEED + 22)
-    rounds = []
+    rounds, only_drafts = [], 0
     for _ in range(VERIFY_N):
-        drafts = np.array([rng_drafts.choice(VERIFY_V, p=q) for q in q_rows])
-        out = call(verify_round, drafts.copy(), p_rows.copy(), q_rows.copy(), rng_learner)
-        out = [int(t) for t in np.asarray(out).reshape(-1)]
+        drafts = draft(rng_drafts)
+        out = _verify_call(verify_round, drafts, p_rows, q_rows, rng_learner)
         if not 1 <= len(out) <= VERIFY_K + 1:
             fail(f"verify_round returned {len(out)} tokens; a round emits between 1 and K+1.")
         if out[:len(out) - 1] != [int(d) for d in drafts[:len(out) - 1]]:
             fail("verify_round must stop at the first rejection: it returns the accepted prefix of the "
                  "drafts followed by ONE token (correction or bonus), but here a token before the last "
                  "one differs from the draft at its position.")
+        # A correct correction never equals the rejected draft (the residual has no mass where q >= p),
+        # so a round of exactly the K drafts means a forgotten bonus or a wrong correction.
+        only_drafts += out == [int(d) for d in drafts]
         rounds.append(out)
+    if all(r == argmax[:len(r)] for r in rounds):
+        fail(hint_greedy)
+    hint_resample_p = ("verify_round resamples a rejected position from p; it must sample from the residual "
+                       "norm(max(p - q, 0)) so that the emitted token is distributed exactly as p.")
+    if only_drafts:
+        for j in range(VERIFY_K):
+            at_j = np.array([r[j] for r in rounds if len(r) > j])
+            if counts_match_pmf(at_j, np.arange(VERIFY_V), _mixture(p_rows[j], q_rows[j], p_rows[j]), 1e-3) \
+                    and not counts_match_pmf(at_j, np.arange(VERIFY_V), p_rows[j], 1e-3):
+                fail(hint_resample_p)
+        fail("verify_round returned exactly the K drafts in some rounds: either it forgot the bonus token when "
+             "all K were accepted (append a token sampled from p_rows[K] every time), or a correction equalled "
+             "the rejected draft, which the residual norm(max(p - q, 0)) never does.")
     lengths = np.array([len(r) for r in rounds])
     alphas = ref.acceptance_rate(p_rows[:VERIFY_K], q_rows)
     reach = np.concatenate([[1.0], np.cumprod(alphas)])                     # P(length > j)
@@ -236,7 +389,6 @@ def check_verify_round(verify_round) -> None:
         if not counts_match_pmf(at_j, np.arange(VERIFY_V), p_rows[j], per_test):
             if j < VERIFY_K and counts_match_pmf(at_j, np.arange(VERIFY_V),
                                                  _mixture(p_rows[j], q_rows[j], p_rows[j]), 1e-3):
-                fail("verify_round resamples a rejected position from p; it must sample from the residual "
-                     "norm(max(p - q, 0)) so that the emitted token is distributed exactly as p.")
+                fail(hint_resample_p)
             fail(f"verify_round: the token emitted at position {j} is not distributed as p_rows[{j}] "
                  "(accepted draft, residual sample at the first rejection, or bonus token).")

@@ -12,7 +12,8 @@ from specdec.plots import rejection_sampling_check
 
 
 def acceptance_rate(p, q):
-    """Probability that a draft token x ~ q is accepted by target p: sum_x min(p, q) over the last axis."""
+    """beta, the probability that a draft token x ~ q is accepted by target p at one position:
+    sum_x min(p, q) over the last axis (leading axes are a batch, e.g. one row per position)."""
     return np.minimum(p, q).sum(axis=-1)
 
 
@@ -20,7 +21,7 @@ def residual_distribution(p, q):
     """norm(max(p - q, 0)) over the last axis; p itself where p == q (nothing left over)."""
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     leftover = np.maximum(p - q, 0.0)
-    mass = leftover.sum(axis=-1, keepdims=True)          # = 1 - acceptance rate
+    mass = leftover.sum(axis=-1, keepdims=True)          # = 1 - beta, the rejection probability
     safe = np.where(mass > 0, mass, 1.0)                 # avoid 0/0; those rows return p below
     return np.where(mass > 0, leftover / safe, p)
 
