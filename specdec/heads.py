@@ -4,8 +4,10 @@ Head k (k = 1..N) reads the target's final hidden state h_t at position t, the s
 target's own output layer turns into the distribution of token t+1, and predicts token t+1+k:
 the tokens AFTER next. Each head is one residual block, h + SiLU(W_k h + b_k), followed by the
 target's frozen output layer, so it has d_model^2 + d_model parameters of its own (Medusa,
-Cai et al. 2024, uses the same residual block but gives each head its own output layer). Proposing costs no extra target pass: the
-verification pass of the previous round already produced h_t.
+Cai et al. 2024, arXiv 2401.10774, uses the same residual block but gives each head its own
+output layer). Proposing costs no extra target pass: the verification pass of the previous
+round already produced h_t. What it leaves out: Medusa's tree of candidates (one chain here) and
+EAGLE's autoregressive draft over features (arXiv 2401.15077), so acceptance decays with depth.
 
 Trained by `make heads` (`python -m specdec.heads`) on CPU in a few minutes: the target is
 frozen; its hidden states on stdlib text are the inputs and the text's own bytes the labels

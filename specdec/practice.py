@@ -14,7 +14,12 @@ only the speed changes. Proposers:
 A proposer returns (tokens, q) with q the (len, V) proposal distributions, or None for a
 deterministic proposal. The stats count, per draft position i, how often a draft was tested
 there (every earlier one accepted) and how often it was accepted, which is the position-wise
-acceptance that notebook 05's `expected_tokens_positional` consumes.
+acceptance that notebook 05's `expected_tokens_positional` consumes; `vllm_counters(stats)`
+renames the totals the way vLLM's metrics do.
+
+Timers: `pass_costs` (uncached passes over k positions at several batch sizes: the shape of the
+verification cost), `cached_verify_costs` (the cached pass over k new positions after a context,
+batch 1: what `speculate` itself pays per round), `draft_cost` (c) and `compare` (end to end).
 """
 from __future__ import annotations
 
@@ -80,7 +85,9 @@ class DraftModel:
 
 
 class PromptLookup:
-    """Prompt lookup decoding: propose what followed the last occurrence of the latest n-gram."""
+    """Prompt lookup decoding with the learner's `ngram_propose` (notebook 05's rule: what followed the
+    most recent earlier occurrence of the last n tokens; Hugging Face and vLLM take the longest key
+    and its earliest occurrence instead)."""
 
     name = "prompt lookup"
 
@@ -119,8 +126,8 @@ def speculate(target: TinyGPT, proposer, prompt, n: int, K: int, temperature: fl
     adapt=None keeps K fixed; adapt="hf" is Hugging Face's schedule for assisted generation:
     K += 2 after a round that accepted every draft, K -= 1 (at least 1) otherwise, capped at
     MAX_ADAPTIVE_K.
-    stats: rounds, proposed, accepted, rejected, tested[i] and accepted_at[i] per draft
-    position i, and K_used (the K of every round)."""
+    stats: rounds, draft_rounds (rounds that proposed at least one draft), proposed, accepted,
+    rejected, tested[i] and accepted_at[i] per draft position i, and K_used (the K of every round)."""
     device = target.device
     seq = [int(t) for t in prompt]
     assert len(seq) + n <= target.config.max_len, (
@@ -130,8 +137,8 @@ def speculate(target: TinyGPT, proposer, prompt, n: int, K: int, temperature: fl
     hidden = h[0, -1]  # the state that predicted seq[-1]; heads read it to guess what follows
     proposer.start(seq)
     width = max(K, 1) if adapt is None else MAX_ADAPTIVE_K
-    stats = dict(rounds=0, proposed=0, accepted=0, rejected=0, tested=[0] * width, accepted_at=[0] * width,
-                 K_used=[])
+    stats = dict(rounds=0, draft_rounds=0, proposed=0, accepted=0, rejected=0, tested=[0] * width,
+                 accepted_at=[0] * width, K_used=[])
     while len(seq) - len(prompt) < n:
         drafts, q_rows = proposer(seq, K, hidden, temperature, generator)
         room = target.config.max_len - len(seq)  # the verify pass must fit the model's context
@@ -165,6 +172,7 @@ def speculate(target: TinyGPT, proposer, prompt, n: int, K: int, temperature: fl
         cache.rollback(len(seq) - 1)
         hidden = h[0, n_acc]
         stats["rounds"] += 1
+        stats["draft_rounds"] += int(k > 0)
         stats["proposed"] += k
         stats["accepted"] += n_acc
         stats["rejected"] += int(n_acc < k)
@@ -172,6 +180,14 @@ def speculate(target: TinyGPT, proposer, prompt, n: int, K: int, temperature: fl
         if adapt == "hf":
             K = min(width, K + 2) if (k and n_acc == k) else max(1, K - 1)
     return torch.tensor(seq[len(prompt):len(prompt) + n]), stats
+
+
+def vllm_counters(stats: dict) -> dict:
+    """The totals of a `speculate` run under vLLM's counter names: num_drafts (rounds that proposed
+    at least one draft; vLLM records nothing for a round without drafts), num_draft_tokens
+    (drafts proposed) and num_accepted_tokens (drafts accepted)."""
+    return dict(num_drafts=stats["draft_rounds"], num_draft_tokens=stats["proposed"],
+                num_accepted_tokens=stats["accepted"])
 
 
 @torch.no_grad()
@@ -212,14 +228,36 @@ def pass_costs(target: TinyGPT, positions=range(1, 10), batches=(1,), repeats=9)
 
 
 @torch.no_grad()
+def cached_verify_costs(target: TinyGPT, positions=range(1, 10), context: int = 120, repeats: int = 7) -> dict:
+    """{k: time of one cached target pass over k new positions after `context` cached ones, divided
+    by the same pass over 1 new position}: the verification cost the speculative loop pays for
+    K+1 = k positions, in units of the plain decoding step it replaces (batch 1, one sequence, as
+    in `speculate`). Fastest of `repeats` rounds taken in rotating order, as in `pass_costs`."""
+    ids = encode("class Config:\n    def __init__(self, path):\n        self.path = path\n" * 4).to(target.device)
+    ks = sorted(set(positions) | {1})
+    assert context + max(ks) <= min(len(ids), target.config.max_len), "context too long for the sample text"
+    cache = target.new_cache()
+    target.extend(ids[None, :context], cache)
+    best = {k: float("inf") for k in ks}
+    for r in range(1 if GRADING else repeats):
+        for k in ks[r % len(ks):] + ks[:r % len(ks)]:
+            cache.rollback(context)  # every pass starts from the same cached context
+            best[k] = min(best[k], timed(lambda: target.extend(ids[None, context:context + k], cache))[0])
+    return {k: best[k] / best[1] for k in ks}
+
+
+@torch.no_grad()
 def draft_cost(target: TinyGPT, draft: TinyGPT, repeats: int = 20, context: int = 100) -> float:
     """c: time of one cached one-token draft pass / one cached one-token target pass (fastest of
     `repeats` interleaved timings each, after `context` cached positions)."""
     ids = encode("class Config:\n    def __init__(self, path):\n        self.path = path\n" * 4)[: context + 1]
-    best = {}
+    caches, best = {}, {}
+    for model in (target, draft):  # fill each cache once; every timing rolls back to the same context
+        caches[id(model)] = model.new_cache()
+        model.extend(ids[None, :context].to(model.device), caches[id(model)])
     for model in (target, draft) * repeats:
-        cache = model.new_cache()
-        model.extend(ids[None, :context].to(model.device), cache)
+        cache = caches[id(model)]
+        cache.rollback(context)
         secs = timed(lambda: model.extend(ids[None, context:].to(model.device), cache))[0]
         best[id(model)] = min(best.get(id(model), float("inf")), secs)
     return best[id(draft)] / best[id(target)]
@@ -230,7 +268,8 @@ def compare(target: TinyGPT, proposers: dict, workloads: dict, n: int, K: int = 
     """Speculative decoding with each proposer (and each schedule, {name: dict(K=..., adapt=...)})
     on each workload {name: prompt ids}, timed side by side with plain cached decoding of the same
     target: fastest of `repeats` runs each. Rows: workload, proposer, schedule, alpha (accepted /
-    tested drafts), tokens_per_round, mean_K, speedup."""
+    tested drafts), tokens_per_round, mean_K, speedup, and stats (the counters of `speculate`, from
+    the last run; at temperature 0 every run gives the same)."""
     schedules = schedules or {f"K={K}": dict(K=K)}
     repeats = 1 if GRADING else repeats
     rows = []
@@ -249,7 +288,7 @@ def compare(target: TinyGPT, proposers: dict, workloads: dict, n: int, K: int = 
                 rows.append(dict(workload=wname, proposer=pname, schedule=sname,
                                  alpha=st["accepted"] / tested if tested else float("nan"),
                                  tokens_per_round=(st["accepted"] + st["rounds"]) / st["rounds"],
-                                 mean_K=statistics.fmean(st["K_used"]), speedup=t_plain / t_spec))
+                                 mean_K=statistics.fmean(st["K_used"]), speedup=t_plain / t_spec, stats=st))
     return rows
 
 

@@ -64,10 +64,89 @@ def ngram_numpy(context, K, n=2):
     return ctx[start:start + K].tolist()
 
 
+def alpha_brentq(num_drafts, num_draft_tokens, num_accepted_tokens):
+    """scipy's brentq on the closed form, the edges first."""
+    from scipy.optimize import brentq
+    K = num_draft_tokens / num_drafts
+    m = num_accepted_tokens / num_drafts
+    if m == 0:
+        return 0.0
+    if m == K:
+        return 1.0
+    return brentq(lambda a: a * (1 - a ** K) / (1 - a) - m, 0.0, 1.0 - 1e-12)
+
+
+def alpha_newton(num_drafts, num_draft_tokens, num_accepted_tokens):
+    """Newton on a**(K+1) - (1 + m) a + m = 0 (the closed form times 1 - a) from a = 0: the function
+    is convex and falls at 0, so the iterates climb to the smaller root without overshooting."""
+    K = num_draft_tokens / num_drafts
+    m = num_accepted_tokens / num_drafts
+    if m >= K:
+        return 1.0
+    a = 0.0
+    for _ in range(200):
+        step = (a ** (K + 1) - (1 + m) * a + m) / ((K + 1) * a ** K - (1 + m))
+        a -= step
+        if abs(step) < 1e-13:
+            break
+    return a
+
+
+def alpha_roots(num_drafts, num_draft_tokens, num_accepted_tokens):
+    """Whole K: the real root in [0, 1] of a**K + ... + a - m (numpy's companion matrix); a fractional
+    K has no polynomial, so that case uses Newton on the closed form."""
+    K = num_draft_tokens / num_drafts
+    m = num_accepted_tokens / num_drafts
+    if m == 0:
+        return 0.0
+    if m == K:
+        return 1.0
+    if K != int(K):
+        return alpha_newton(num_drafts, num_draft_tokens, num_accepted_tokens)
+    roots = np.roots([1.0] * int(K) + [-m])
+    real = roots[(abs(roots.imag) < 1e-9) & (roots.real >= -1e-12) & (roots.real <= 1 + 1e-12)].real
+    return float(np.clip(real[0], 0.0, 1.0))
+
+
+def alpha_bisect_20(num_drafts, num_draft_tokens, num_accepted_tokens):
+    """Twenty bisection steps on the sum written as a loop over a real exponent: alpha to about 5e-7."""
+    K = num_draft_tokens / num_drafts
+    m = num_accepted_tokens / num_drafts
+    lo, hi = 0.0, 1.0
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        if mid * (1 - mid ** K) / (1 - mid) < m:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def alpha_from_mean_length(num_drafts, num_draft_tokens, num_accepted_tokens):
+    """Tokens per round (1 - a**(K+1)) / (1 - a) = the mean acceptance length: the same equation plus 1 on
+    each side, solved by bisection on the sum written out term by term (whole K only here)."""
+    K = num_draft_tokens / num_drafts
+    length = 1 + num_accepted_tokens / num_drafts
+    if K != int(K):
+        return alpha_bisect_20(num_drafts, num_draft_tokens, num_accepted_tokens)
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if sum(mid ** k for k in range(int(K) + 1)) < length else (lo, mid)
+    return (lo + hi) / 2
+
+
+def positional_float32(alphas):
+    """Single precision throughout (about 7 digits): correct to within float32's rounding."""
+    a = np.asarray(alphas, dtype=np.float32)
+    return float(np.float32(1) + np.cumprod(a, dtype=np.float32).sum(dtype=np.float32))
+
+
 CORRECT = {
-    "expected_tokens_positional": [positional_loop, positional_horner],
+    "expected_tokens_positional": [positional_loop, positional_horner, positional_float32],
     "speedup_general": [general_power_sum, general_via_cost],
     "ngram_propose": [ngram_backwards_str, ngram_numpy],
+    "alpha_from_counters": [alpha_brentq, alpha_newton, alpha_roots, alpha_bisect_20, alpha_from_mean_length],
 }
 
 # ---------------------------------------------------------------- wrong
@@ -164,12 +243,124 @@ def ngram_no_overlap(context, K, n=2):
     return []
 
 
+def _bisect(g, target):
+    """Bisection for an increasing g on [0, 1), the way a learner would write it."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if g(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _accepted(a, K):
+    return a * (1 - a ** K) / (1 - a)
+
+
+def alpha_acceptance_rate(num_drafts, num_draft_tokens, num_accepted_tokens):
+    return num_accepted_tokens / num_draft_tokens  # vLLM's "acceptance rate"
+
+
+def alpha_tokens_per_round(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = num_draft_tokens / num_drafts
+    return _bisect(lambda a: (1 - a ** (K + 1)) / (1 - a), num_accepted_tokens / num_drafts)
+
+
+def alpha_mean_length(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = num_draft_tokens / num_drafts
+    return _bisect(lambda a: _accepted(a, K), 1 + num_accepted_tokens / num_drafts)  # mean acceptance length
+
+
+def alpha_K_plus_one(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = num_draft_tokens / num_drafts + 1
+    return _bisect(lambda a: _accepted(a, K), num_accepted_tokens / num_drafts)
+
+
+def alpha_total_K(num_drafts, num_draft_tokens, num_accepted_tokens):
+    return _bisect(lambda a: _accepted(a, num_draft_tokens), num_accepted_tokens / num_drafts)
+
+
+def alpha_exponent_K(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = num_draft_tokens / num_drafts
+    return _bisect(lambda a: (1 - a ** K) / (1 - a) - 1, num_accepted_tokens / num_drafts)
+
+
+def alpha_untruncated(num_drafts, num_draft_tokens, num_accepted_tokens):
+    m = num_accepted_tokens / num_drafts
+    return m / (1 + m)  # a / (1 - a) = m: the mean of a geometric chain that never stops at K
+
+
+def alpha_one_rejection_per_round(num_drafts, num_draft_tokens, num_accepted_tokens):
+    return num_accepted_tokens / (num_accepted_tokens + num_drafts)
+
+
+def alpha_floor_division(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = num_draft_tokens // num_drafts
+    return _bisect(lambda a: _accepted(a, K), num_accepted_tokens // num_drafts)
+
+
+def alpha_no_edge_case(num_drafts, num_draft_tokens, num_accepted_tokens):
+    from scipy.optimize import brentq
+    K = num_draft_tokens / num_drafts
+    m = num_accepted_tokens / num_drafts
+    return brentq(lambda a: _accepted(a, K) - m, 0.0, 1.0 - 1e-12)  # no root inside when every draft was accepted
+
+
+def alpha_whole_K(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = int(num_draft_tokens / num_drafts)  # drops the fraction of capped rounds
+    return _bisect(lambda a: sum(a ** k for k in range(1, K + 1)), num_accepted_tokens / num_drafts)
+
+
+def alpha_mixture(num_drafts, num_draft_tokens, num_accepted_tokens):
+    K = num_draft_tokens / num_drafts
+    whole, frac = int(K), K - int(K)
+    return _bisect(lambda a: sum(a ** k for k in range(1, whole + 1)) + frac * a ** (whole + 1),
+                   num_accepted_tokens / num_drafts)
+
+
+def positional_array(alphas):
+    """Right value, wrong type: a 1-element array (f"{x:.2f}" fails on it in the notebook)."""
+    return 1.0 + np.atleast_1d(np.cumprod(np.asarray(alphas, float)).sum())
+
+
+def general_array(alpha, K, c, verify_cost):
+    """Right values, but a 1-element array for scalar inputs."""
+    a, K = np.atleast_1d(np.asarray(alpha, float)), np.asarray(K)
+    with np.errstate(all="ignore"):
+        tokens = np.where(a == 1, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
+    return tokens / (K * np.asarray(c) + np.asarray(verify_cost))
+
+
+def ngram_longest_continuation(context, K, n=2):
+    """Skips the most recent match when fewer than K tokens follow it and looks further back."""
+    ctx = list(context)
+    if K <= 0 or len(ctx) <= n:
+        return []
+    best = []
+    for s in range(len(ctx) - n - 1, -1, -1):
+        if ctx[s:s + n] == ctx[-n:]:
+            follow = ctx[s + n:s + n + K]
+            if len(follow) == K:
+                return follow
+            best = best or follow
+    return best
+
+
 WRONG = {
     "expected_tokens_positional": [(positional_no_one, "+1 is missing"), (positional_sum, "running product"),
-                                   (positional_off_by_one, "off by one"), (positional_mean, "averaging")],
+                                   (positional_off_by_one, "off by one"), (positional_mean, "averaging"),
+                                   (positional_array, "one number (a float)")],
     "speedup_general": [(general_double_count, "IS the target pass"), (general_times_positions, "do not multiply"),
-                        (general_nan_at_one, "alpha = 1")],
+                        (general_nan_at_one, "alpha = 1"), (general_array, "one number for scalar inputs")],
     "ngram_propose": [(ngram_itself, "n-gram itself"), (ngram_first, "FIRST occurrence"),
                       (ngram_uncapped, "longer than K"), (ngram_matches_itself, "never finds a match"),
-                      (ngram_no_overlap, "may overlap")],
+                      (ngram_no_overlap, "may overlap"), (ngram_longest_continuation, "older match")],
+    "alpha_from_counters": [(alpha_acceptance_rate, "acceptance rate"), (alpha_tokens_per_round, "counts tokens per round"),
+                            (alpha_mean_length, "mean acceptance length"), (alpha_K_plus_one, "K+1 emission"),
+                            (alpha_total_K, "not the total"), (alpha_exponent_K, "exponent off by one"),
+                            (alpha_untruncated, "untruncated"), (alpha_one_rejection_per_round, "one rejection in every round"),
+                            (alpha_floor_division, "integer division"), (alpha_no_edge_case, "every draft accepted"),
+                            (alpha_whole_K, "not a whole number"), (alpha_mixture, "mixes rounds")],
 }

@@ -9,7 +9,9 @@ from solutions.fast_speculative import plain_generate
 from solutions.reference.a05_speculation_in_practice import ngram_propose
 from specdec.heads import load_heads
 from specdec.model import encode, load
-from specdec.practice import DraftModel, Heads, PromptLookup, head_agreement, pass_costs, speculate
+from specdec.practice import (
+    DraftModel, Heads, PromptLookup, cached_verify_costs, head_agreement, pass_costs, speculate, vllm_counters,
+)
 
 PROMPTS = ["import os\n\n\ndef walk(root):\n    ", "class Stack:\n    def push(self, item):\n        self.items.append(item)\n\n    def pop(self):\n        "]
 
@@ -78,3 +80,20 @@ def test_pass_costs_are_ratios_to_one_position(models):
     costs = pass_costs(models[0], positions=(1, 3), batches=(1, 8), repeats=3)
     assert costs[(1, 1)] == 1.0 and costs[(8, 1)] == 1.0
     assert all(v > 0 for v in costs.values())
+
+
+def test_vllm_counters_rename_the_totals(models):
+    """vLLM counts a draft round only when something was proposed: prompt lookup often proposes
+    nothing, so num_drafts can be below the number of rounds, and its proposals can be short."""
+    target = models[0]
+    _, st = speculate(target, PromptLookup(ngram_propose, 2), encode(PROMPTS[1]), 48, 4)
+    counters = vllm_counters(st)
+    assert counters == dict(num_drafts=st["draft_rounds"], num_draft_tokens=st["proposed"],
+                            num_accepted_tokens=st["accepted"])
+    assert 0 < st["draft_rounds"] <= st["rounds"] and st["proposed"] <= 4 * st["draft_rounds"]
+    assert st["tested"][0] == st["draft_rounds"]  # every round that proposed tests its first draft
+
+
+def test_cached_verify_costs_are_ratios_to_one_position(models):
+    costs = cached_verify_costs(models[0], positions=(1, 5), context=60, repeats=2)
+    assert costs[1] == 1.0 and costs[5] > 0

@@ -12,7 +12,8 @@ import torch
 from specdec.heads import load_heads
 from specdec.model import decode, encode, load
 from specdec.practice import (
-    DraftModel, Heads, PromptLookup, compare, draft_cost, head_agreement, pass_costs, speculate,
+    DraftModel, Heads, PromptLookup, cached_verify_costs, compare, draft_cost, head_agreement, pass_costs,
+    speculate, vllm_counters,
 )
 
 
@@ -41,3 +42,27 @@ def ngram_propose(context, K, n=2):
         if context[start:start + n] == suffix:
             return context[start + n:start + n + K]
     return []
+
+
+def alpha_from_counters(num_drafts, num_draft_tokens, num_accepted_tokens):
+    """The alpha whose chain accepts alpha + ... + alpha**K = num_accepted_tokens / num_drafts drafts
+    per round, with K = num_draft_tokens / num_drafts (a real K uses the closed form)."""
+    K = num_draft_tokens / num_drafts  # drafts per round, fractional when rounds were capped
+    per_round = num_accepted_tokens / num_drafts  # accepted drafts per round, in [0, K]
+    if per_round <= 0:
+        return 0.0
+    if per_round >= K:
+        return 1.0
+
+    def accepted_per_round(a):  # a + a**2 + ... + a**K, closed form (K may be fractional); a < 1 here
+        return a * (1.0 - a ** K) / (1.0 - a)
+
+    lo, hi = 0.0, 1.0  # accepted_per_round rises with a: bisect until floats stop moving
+    while True:
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            return mid
+        if accepted_per_round(mid) < per_round:
+            lo = mid
+        else:
+            hi = mid
