@@ -118,9 +118,16 @@ class TinyGPT(nn.Module):
         return self._run(ids, cache, hidden)
 
 
+def default_device() -> str:
+    """The course's one choice of device: "cuda" when a GPU is present, else "cpu". Notebook 04's
+    setup cell (its DEVICE) and the checkers that grade it both call this, so the learner's code
+    meets the shipped pair and the checkers' toy models on the same device."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def load(name: str, device: str | torch.device | None = None) -> TinyGPT:
-    """Load shipped weights: name is 'target' or 'draft'. Device: CUDA when present, else CPU."""
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    """Load shipped weights: name is 'target' or 'draft'. Device: `default_device()` unless given."""
+    device = device or default_device()
     config = Config(**json.loads((WEIGHTS / f"{name}.json").read_text())["config"])
     model = TinyGPT(config)
     state = torch.load(WEIGHTS / f"{name}.pt", map_location="cpu", weights_only=True)
@@ -144,7 +151,7 @@ def decode(ids) -> str:
 
 
 def model_device(model) -> torch.device:
-    """The device of a model's weights; CPU for a callable without parameters (e.g. a toy model)."""
+    """The device of a model's weights; CPU for a callable without parameters (a plain function)."""
     params = getattr(model, "parameters", None)
     first = next(iter(params()), None) if callable(params) else None
     return first.device if first is not None else torch.device("cpu")

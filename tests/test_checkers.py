@@ -39,13 +39,16 @@ CHECKERS = {
         "verify_round": [a03.check_verify_round],
     },
     "04": {
-        "autoregressive_generate": [a04.check_autoregressive_generate],
-        "speculative_generate": [a04.check_speculative_greedy, a04.check_speculative_distribution],
+        "autoregressive_generate": [a04.check_autoregressive_generate, a04.check_autoregressive_reproducible],
+        "speculative_generate": [a04.check_speculative_greedy, a04.check_speculative_stats,
+                                 a04.check_speculative_distribution, a04.check_speculative_bonus,
+                                 a04.check_speculative_reproducible],
     },
     "05": {
         "expected_tokens_positional": [a05.check_expected_tokens_positional],
         "speedup_general": [a05.check_speedup_general],
         "ngram_propose": [a05.check_ngram_propose],
+        "alpha_from_counters": [a05.check_alpha_from_counters, a05.check_alpha_from_counters_capped],
     },
 }
 

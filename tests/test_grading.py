@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import A01, A02, A03, A04, A05, CLASSES
 
-MAX_SCORE = {A01: 12, A02: 15, A03: 13, A04: 9, A05: 9}
+MAX_SCORE = {A01: 12, A02: 15, A03: 13, A04: 14, A05: 13}
 CORRECT = [(a, s) for a, learners in CLASSES.items() for s in learners
            if s == "reference" or not s.startswith(("wrong", "blank"))]
 
@@ -54,6 +54,8 @@ def test_release_scores_zero_with_stub_hints(graded, assignment):
     (A01, "wrong_k_alpha", "expected_tokens", "K*alpha"),
     (A01, "wrong_k_alpha", "simulate_tokens", "more than K+1"),
     (A01, "wrong_accepted_only", "expected_tokens", "counts only the accepted drafts"),
+    (A01, "wrong_guard", "expected_tokens", "tolerance guard"),
+    (A01, "wrong_guard", "simulate_tokens", "ignores its rng argument"),
     (A02, "wrong_c", "round_cost", "target/draft"),
     (A02, "wrong_c", "speedup", "target/draft"),
     (A02, "wrong_c", "break_even_alpha", "target/draft"),
@@ -65,6 +67,10 @@ def test_release_scores_zero_with_stub_hints(graded, assignment):
     (A02, "wrong_cost", "optimal_K", "not free"),
     (A02, "wrong_k_times", "speedup", "every draft is accepted"),
     (A02, "wrong_k_times", "loses", "not a loss"),
+    (A02, "wrong_types", "speedup", "one number for scalar inputs"),
+    (A02, "wrong_types", "loses", "returned a list"),
+    (A02, "wrong_types", "break_even_alpha", "float('nan')"),
+    (A02, "wrong_types", "optimal_K", "smallest K on ties"),
     (A03, "wrong_a", "acceptance_rate", "HALF the L1"),
     (A03, "wrong_a", "residual_distribution", "not normalised"),
     (A03, "wrong_a", "speculative_sample", "resamples from p"),
@@ -76,15 +82,30 @@ def test_release_scores_zero_with_stub_hints(graded, assignment):
     (A03, "wrong_c", "residual_distribution", "q - p"),
     (A03, "wrong_c", "speculative_sample", "q - p"),
     (A03, "wrong_c", "verify_round", "resamples a rejected position from p"),
+    (A03, "wrong_d", "acceptance_rate", "returned a list"),
+    (A03, "wrong_d", "residual_distribution", "only close"),
+    (A03, "wrong_d", "speculative_sample", "exactly when p[x] >= q[x]"),
+    (A03, "wrong_d", "verify_round", "exactly the K drafts"),
     (A04, "wrong_accept_all", "speculative_generate", "accepts every draft"),
     (A04, "wrong_resample_p", "speculative_generate", "samples from p"),
     (A04, "wrong_raw_q", "speculative_generate", "RAW logits"),
+    (A04, "wrong_accept_all", "autoregressive_generate", "not the prompt"),
+    (A04, "wrong_bonus_argmax", "speculative_generate", "bonus token is the argmax"),
+    (A04, "wrong_bonus_argmax", "autoregressive_generate", "`generator` argument"),
+    (A04, "wrong_bonus_q", "speculative_generate", "bonus token follows the DRAFT"),
+    (A04, "wrong_bonus_q", "autoregressive_generate", "softmax(logits / temperature)"),
+    (A04, "wrong_bonus_untempered", "speculative_generate", "bonus token is drawn without the temperature"),
+    (A04, "wrong_bonus_untempered", "autoregressive_generate", "LongTensor"),
+    (A04, "wrong_generator", "speculative_generate", "`generator` argument"),
+    (A04, "wrong_stats", "speculative_generate", "stats['proposed']"),
     (A05, "wrong_a", "expected_tokens_positional", "off by one"),
     (A05, "wrong_a", "speedup_general", "IS the target pass"),
     (A05, "wrong_a", "ngram_propose", "n-gram itself"),
     (A05, "wrong_b", "expected_tokens_positional", "+1 is missing"),
     (A05, "wrong_b", "speedup_general", "do not multiply"),
     (A05, "wrong_b", "ngram_propose", "longer than K"),
+    (A05, "wrong_a", "alpha_from_counters", "acceptance rate"),
+    (A05, "wrong_b", "alpha_from_counters", "not a whole number"),
 ])
 def test_known_mistakes_lose_points_with_hint(graded, assignment, student, exercise, phrase):
     got, total, hints = by_exercise(graded["by_assignment"][assignment]["results"][student])[exercise]

@@ -9,7 +9,7 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 import time
 import numpy as np
 import torch
-from specdec.model import decode, encode, load, model_device
+from specdec.model import decode, default_device, encode, load, model_device
 
 
 def next_distribution(logits, temperature):
