@@ -5,8 +5,11 @@ For K = 0..8 and temperatures 0 and 1, on four prompts, 160 new tokens each (the
 two side-by-side runs per prompt, median over prompts):
 measured alpha (accepted / tested drafts, where a tested draft is an accepted one or the first
 rejection of a round: drafts after it are never tested), tokens per round, c (draft pass time /
-target pass time), the verification cost of K+1 positions relative to one, the predicted
+target pass time) and the verification cost of K+1 positions relative to one (both as
+`specdec.timing.step_costs` defines them: cached passes, the loop's own), the predicted
 speedup (plain formula, and with the measured verification cost) and the measured speedup.
+Both loops are the course's engine (`specdec.engine`): `plain` and `speculate` with a draft
+model; K = 0 runs the speculative loop without drafts, so its row shows the loop's own overhead.
 
 Timing on a shared machine is the weak point, so the run also reports
 - each figure's spread: the same estimate made on each repeat separately (speedup) or on each
@@ -26,14 +29,14 @@ import argparse
 import os
 import platform
 import statistics
-import time
 from pathlib import Path
 
 import torch
 
-from solutions.fast_speculative import _sample, plain_generate, speculative_generate, verify_drafts
 from solutions.reference.a01_acceptance_chain import expected_tokens
+from specdec.engine import DraftModel, plain, speculate
 from specdec.model import encode, load
+from specdec.timing import costs_from, step_times, timed
 
 PROMPTS = [
     "import os\n\n\ndef list_files(root):\n    ",
@@ -41,7 +44,6 @@ PROMPTS = [
     "def parse_args(argv=None):\n    parser = argparse.ArgumentParser()\n    ",
     "    try:\n        value = int(text)\n    except ValueError:\n        ",
 ]
-COST_TEXT = "class Config:\n    def __init__(self, path):\n        self.path = path\n" * 3
 # 160 new bytes: prompt + new tokens + K drafts stay inside the models' 256-byte context.
 FULL = dict(n_new=160, ks=range(0, 9), prompts=PROMPTS, repeats=2, cost_repeats=25)
 QUICK = dict(n_new=48, ks=(0, 1, 4), prompts=PROMPTS[:2], repeats=2, cost_repeats=8)
@@ -79,93 +81,32 @@ def run_drift(step_ms) -> float:
     return (max(step_ms) - min(step_ms)) / min(step_ms)
 
 
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+def one_step_ms(target, repeats=10, calls=4, context=130):
+    """The machine's pulse: one plain decoding step (a cached one-position target pass) after
+    `context` cached positions, in ms, the fastest of `repeats` timings of `calls` steps. Timed
+    before every row and at the end; on a quiet machine it does not move."""
+    times = step_times(target, positions=(1,), context=context, repeats=repeats, calls=calls)
+    return min(times[("target", 1)]) / calls * 1e3
 
 
-def timed(fn, device):
-    sync(device)
-    t0 = time.perf_counter()
-    result = fn()
-    sync(device)
-    return time.perf_counter() - t0, result
-
-
-@torch.no_grad()
-def one_step_ms(target, device, repeats=10, calls=4, context=130):
-    """The machine's pulse: one plain decoding step (a one-position target pass plus picking the
-    token) after `context` cached positions, in ms, the fastest of `repeats` timings of `calls`
-    steps. Timed before every row and at the end; on a quiet machine it does not move."""
-    ids = encode(COST_TEXT)[None, :context + 1].to(device)
-    cache = target.new_cache()
-    target.extend(ids[:, :context], cache)
-
-    def run():
-        for _ in range(calls):
-            cache.rollback(context)
-            _sample(target.extend(ids[:, context:], cache)[0, -1], 0.0, None)
-
-    return min(timed(run, device)[0] for _ in range(repeats)) / calls * 1e3
-
-
-@torch.no_grad()
-def step_costs(target, draft, device, max_new, temperature, repeats=25, calls=4, context=130):
-    """What one decoding step costs, as the loops run it, relative to a plain decoding step
-    (a one-position target pass plus picking the token): {"draft": [c, ...], k: [verify(k), ...]},
-    each a list of three estimates: from all repeats, from the first half, from the second half.
-
-    - plain step: target pass over 1 new position + `_sample`;
-    - draft step: the same with the draft (c is the ratio of the two);
-    - verification over k positions: target pass over k new positions + `verify_drafts`.
-    Measured after `context` cached positions (mid-generation). Every repeat times each shape
-    once in a rotating order, each timing covering `calls` back-to-back steps; each shape keeps
-    its fastest time (interference only adds time) and the costs are ratios of those minima."""
-    ids = encode(COST_TEXT)[None, :context + max_new].to(device)
-    caches = {"target": target.new_cache(), "draft": draft.new_cache()}
-    models = {"target": target, "draft": draft}
-    for name, cache in caches.items():
-        models[name].extend(ids[:, :context], cache)
-    drafted = ids[0, context + 1:context + max_new].tolist()
-    q_all = draft(ids[:, :context + max_new])[0, context:]
-    q_rows = [None if temperature == 0 else torch.softmax(q / temperature, -1) for q in q_all]
-    gen = torch.Generator(device=device).manual_seed(0)
-
-    def run(name, k):
-        cache, model = caches[name], models[name]
-        for _ in range(calls):
-            cache.rollback(context)
-            logits = model.extend(ids[:, context:context + k], cache)[0]
-            if name == "verify":
-                verify_drafts(logits, drafted[:k - 1], q_rows[:k - 1], temperature, gen)
-            else:
-                _sample(logits[-1], temperature, gen)
-
-    caches["verify"], models["verify"] = caches["target"], target
-    shapes = [("target", 1), ("draft", 1)] + [("verify", k) for k in range(2, max_new + 1)]
-    times = {shape: [] for shape in shapes}
-    for r in range(repeats):
-        for shape in shapes[r % len(shapes):] + shapes[:r % len(shapes)]:
-            times[shape].append(timed(lambda: run(*shape), device)[0])
-    parts = [slice(None), slice(None, repeats // 2), slice(repeats // 2, None)]
-
-    def ratio(shape):
-        return [min(times[shape][p]) / min(times[("target", 1)][p]) for p in parts]
-
-    costs = {k: ratio(("verify", k)) for name, k in shapes if name == "verify"}
-    costs[1] = [1.0, 1.0, 1.0]
-    costs["draft"] = ratio(("draft", 1))
-    return costs
+def pass_costs(target, draft, max_new, repeats=25, calls=4, context=130):
+    """{"c": [c, ...], k: [verify(k), ...]}: each a list of three estimates (`specdec.timing`'s
+    definitions, after `context` cached positions), from all repeats, from the first half and
+    from the second half of them (the busy-machine rule compares the halves)."""
+    times = step_times(target, draft, range(1, max_new + 1), context=context, repeats=repeats, calls=calls)
+    n = len(times[("target", 1)])
+    parts = [costs_from(times, part) for part in (slice(None), slice(None, n // 2), slice(n // 2, None))]
+    return {key: [part[key] for part in parts] for key in parts[0]}
 
 
 def measure(target, draft, device, cfg):
     """One row per (T, K), with the estimates the busy-machine rule needs, and the step-cost probes."""
     rows, probes = [], []
+    costs = pass_costs(target, draft, max(cfg["ks"]) + 1, repeats=cfg["cost_repeats"])
+    c, c_halves = costs["c"][0], costs["c"][1:]
     for T in TEMPS:
-        costs = step_costs(target, draft, device, max(cfg["ks"]) + 1, T, repeats=cfg["cost_repeats"])
-        c, c_halves = costs["draft"][0], costs["draft"][1:]
         for K in cfg["ks"]:
-            probes.append(one_step_ms(target, device))
+            probes.append(one_step_ms(target))
             t_plain = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
             t_spec = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
             acc = tested = emitted = rounds = 0
@@ -175,12 +116,12 @@ def measure(target, draft, device, cfg):
                 # their ratio is robust where absolute times are not.
                 for r in range(cfg["repeats"]):
                     gen = torch.Generator(device=device).manual_seed(i)
-                    t_plain[r][i] = timed(lambda: plain_generate(target, encode(prompt), cfg["n_new"], T, gen), device)[0]
+                    t_plain[r][i] = timed(lambda: plain(target, encode(prompt), cfg["n_new"], T, gen), device)[0]
                     gen = torch.Generator(device=device).manual_seed(100 + i)
                     t_spec[r][i], (tokens, st) = timed(
-                        lambda: speculative_generate(target, draft, encode(prompt), cfg["n_new"], K, T, gen), device)
+                        lambda: speculate(target, DraftModel(draft), encode(prompt), cfg["n_new"], K, T, gen), device)
                 acc += st["accepted"]
-                tested += st["accepted"] + st.get("rejected", 0)
+                tested += st["accepted"] + st["rejected"]
                 emitted += len(tokens)
                 rounds += st["rounds"]
             fastest = [min(t_plain[r][i] for r in range(cfg["repeats"])) / min(t_spec[r][i] for r in range(cfg["repeats"]))
@@ -193,7 +134,7 @@ def measure(target, draft, device, cfg):
                              verify=verify, verify_halves=costs[K + 1][1:],
                              pred=E / (1 + K * c), pred_v=E / (K * c + verify),
                              measured=statistics.median(fastest), by_repeat=by_repeat))
-    probes.append(one_step_ms(target, device))
+    probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
         row["busy"] = busy_reasons(row["by_repeat"], row["c_halves"], row["verify_halves"], before, after)
     return rows, probes
@@ -218,7 +159,7 @@ def report(rows, probes, device, cfg, load_before) -> list[str]:
                      f"{'; '.join(r['busy'])} |")
     drift = run_drift(probes)
     busy_rows = [r for r in rows if r["busy"]]
-    lines += ["", f"one plain decoding step (one-position target pass + pick), timed before every row and at the end: "
+    lines += ["", f"one plain decoding step (a cached one-position target pass), timed before every row and at the end: "
                   f"{probes[0]:.2f} ms at the start, {probes[-1]:.2f} ms at the end, {min(probes):.2f}..{max(probes):.2f} ms "
                   f"over {len(probes)} probes: drift {drift:.0%}",
               f"busy-machine rule: a row is marked when the same figure measured twice disagrees by more than "
@@ -259,7 +200,7 @@ def main(argv=None):
     torch.manual_seed(0)
     target, draft = load("target", device), load("draft", device)
     for _ in range(2):  # warm up kernels and allocators
-        speculative_generate(target, draft, encode(PROMPTS[0]), 32, 4, 1.0)
+        speculate(target, DraftModel(draft), encode(PROMPTS[0]), 32, 4, 1.0)
     rows, probes = measure(target, draft, device, cfg)
     text = "\n".join(report(rows, probes, device, cfg, load_before))
     print(text)

@@ -169,7 +169,9 @@ def install_rules(workdir: Path) -> None:
 
 
 def main() -> None:
-    os.environ["COURSE_GRADING"] = "1"  # helpers may shorten their timing runs while grading
+    from specdec.timing import limit_repeats
+
+    limit_repeats(1)  # grading runs the measurement cells once: the grade never depends on them
     set_limits()
     _warm_up()
     from ipykernel.kernelapp import IPKernelApp

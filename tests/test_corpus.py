@@ -22,10 +22,12 @@ import pytest
 
 from coursekit.grade import grade, report
 from coursekit.nbg import ScratchCourse
+from coursekit.registry import read as read_assignment
 from tests.notebooks import with_reference_answers
 
 A = "01_acceptance_chain"
-FULL = 12
+FULL = read_assignment(A).max_score
+BROKEN = "expected_tokens"  # the solution cell that _prepend breaks
 ARTIFACT = Path(__file__).resolve().parent.parent / "build" / "grading" / "corpus-report.md"
 
 
@@ -35,7 +37,7 @@ def _cells(nb, grade_id):
 
 def _prepend(code):
     def edit(nb):
-        _cells(nb, "expected_tokens")[0].source = code + "\n" + _cells(nb, "expected_tokens")[0].source
+        _cells(nb, BROKEN)[0].source = code + "\n" + _cells(nb, BROKEN)[0].source
     return edit
 
 
@@ -161,9 +163,10 @@ def test_score_and_explanation(corpus, student):
     row = corpus["runs"][0][student]
     want, phrase = (NOTEBOOK_CASES[student][1:] if student in NOTEBOOK_CASES else FILE_CASES[student][2:])
     score = row.score or 0.0
-    if want is None:  # the broken cell costs points, the rest is graded normally
-        assert 0 < score < FULL or score == 0, score
-        assert score < FULL
+    if want is None:  # the broken cell (expected_tokens') costs that exercise's points, the rest is graded normally
+        lost = {c.exercise for c in row.cells if c.score < c.max_score}
+        assert lost == {BROKEN}, [(c.grade_id, c.score, c.hint) for c in row.cells]
+        assert score == FULL - read_assignment(A).points(BROKEN), (score, row.flags)
     else:
         assert score == want, (score, row.flags, row.integrity)
     if phrase:

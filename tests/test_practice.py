@@ -1,14 +1,17 @@
 """Notebook 05's machinery (specdec.practice, specdec.heads): every proposer leaves the output
 exactly the target's, greedy token for token and sampled in distribution; the counters add up."""
+import itertools
+
 import numpy as np
 import pytest
 import torch
 
 from solutions.checks._common import counts_match_pmf
-from solutions.fast_speculative import plain_generate
 from solutions.reference.a05_speculation_in_practice import ngram_propose
+from specdec import practice, timing  # noqa: F401
 from specdec.heads import load_heads
 from specdec.model import encode, load
+from tests.test_engine import greedy_plain_call
 from specdec.practice import (
     DraftModel, Heads, PromptLookup, cached_verify_costs, head_agreement, pass_costs, speculate, vllm_counters,
 )
@@ -31,7 +34,7 @@ def proposers(models):
 def test_greedy_output_is_the_targets_for_every_proposer_and_K(models, prompt):
     target = models[0]
     prompt = encode(prompt)
-    want = plain_generate(target, prompt, 48, temperature=0)
+    want = greedy_plain_call(target, prompt, 48)
     for name, proposer in proposers(models).items():
         for K in (1, 3, 4, 6):
             out, st = speculate(target, proposer, prompt, 48, K)
@@ -76,10 +79,28 @@ def test_heads_accuracy_falls_with_depth(models):
     assert len(acc) == 4 and acc[0] > acc[-1]
 
 
-def test_pass_costs_are_ratios_to_one_position(models):
+def _made_up_clock(monkeypatch):
+    """specdec.timing.timed on a made-up clock: a call returning logits of shape (batch, k, V) takes
+    0.5 + 0.5 * batch + 0.1 * batch * (k - 1) seconds, and every other call 5 s more
+    (interference from other processes, which the fastest-of-repeats rule must ignore)."""
+    calls = itertools.count()
+
+    def seconds(batch, k):
+        return 0.5 + 0.5 * batch + 0.1 * batch * (k - 1)
+
+    def timed(fn, device=None):
+        out = fn()
+        batch, k = out.shape[:2]
+        return seconds(batch, k) + (5.0 if next(calls) % 2 else 0.0), out
+    monkeypatch.setattr(timing, "timed", timed)  # the one timer behind practice's costs
+    return seconds
+
+
+def test_pass_costs_are_ratios_to_one_position(models, monkeypatch):
+    """Each cost is the fastest time of its shape over the fastest one-position time at the same batch size."""
+    seconds = _made_up_clock(monkeypatch)
     costs = pass_costs(models[0], positions=(1, 3), batches=(1, 8), repeats=3)
-    assert costs[(1, 1)] == 1.0 and costs[(8, 1)] == 1.0
-    assert all(v > 0 for v in costs.values())
+    assert costs == pytest.approx({(b, k): seconds(b, k) / seconds(b, 1) for b in (1, 8) for k in (1, 3)}, rel=1e-12)
 
 
 def test_vllm_counters_rename_the_totals(models):
@@ -94,6 +115,9 @@ def test_vllm_counters_rename_the_totals(models):
     assert st["tested"][0] == st["draft_rounds"]  # every round that proposed tests its first draft
 
 
-def test_cached_verify_costs_are_ratios_to_one_position(models):
+def test_cached_verify_costs_are_ratios_to_one_position(models, monkeypatch):
+    """Each pass really scores k new positions after the cached context, and its cost is the fastest
+    time over the fastest one-position time."""
+    seconds = _made_up_clock(monkeypatch)
     costs = cached_verify_costs(models[0], positions=(1, 5), context=60, repeats=2)
-    assert costs[1] == 1.0 and costs[5] > 0
+    assert costs == pytest.approx({k: seconds(1, k) / seconds(1, 1) for k in (1, 5)}, rel=1e-12)

@@ -2,6 +2,7 @@
 must match what is committed; notebooks are committed without outputs."""
 import filecmp
 import json
+
 import pytest
 
 from coursekit import reference
@@ -13,15 +14,20 @@ def test_reference_modules_match_source_notebooks():
     assert reference.main(["--check"]) == 0, "solutions/reference/ drifted from source/: run `make sync`"
 
 
-@pytest.mark.parametrize("assignment", assignments())
-def test_course_release_matches_nbgrader_output(assignment, tmp_path):
-    fresh = ScratchCourse(tmp_path).generate(assignment)
+def assert_release_is_committed(fresh, assignment):
+    """`fresh` (a folder nbgrader generate_assignment just wrote) is what course/<assignment> holds."""
     committed = COURSE / assignment
     fresh_files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
     committed_files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
     assert fresh_files == committed_files, "course/ has different files: run `make release`"
     for rel in fresh_files:
         assert filecmp.cmp(fresh / rel, committed / rel, shallow=False), f"course/{assignment}/{rel} drifted: run `make release`"
+
+
+@pytest.mark.slow  # one nbgrader run per assignment; the fast tier checks 01's release in test_grading_one.py
+@pytest.mark.parametrize("assignment", assignments())
+def test_course_release_matches_nbgrader_output(assignment, tmp_path):
+    assert_release_is_committed(ScratchCourse(tmp_path).generate(assignment), assignment)
 
 
 def test_every_assignment_is_released():

@@ -1,5 +1,7 @@
 """The learner's workspace: copied once, never overwriting the learner's changes, and
 `make check` grading it."""
+import pytest
+
 from coursekit import workspace
 from coursekit.check import grade_workspace, report
 from coursekit.paths import COURSE, SOURCE
@@ -49,6 +51,7 @@ def test_deleted_notebook_comes_back(tmp_path):
 A01 = "01_acceptance_chain"
 
 
+@pytest.mark.slow  # grades a notebook in a kernel, as `make check` does
 def test_check_untouched_workspace_scores_zero_with_hints(tmp_path):
     ws = tmp_path / "ws"
     workspace.sync(COURSE, ws)
@@ -57,6 +60,7 @@ def test_check_untouched_workspace_scores_zero_with_hints(tmp_path):
     assert "not implemented yet" in text
 
 
+@pytest.mark.slow  # grades a notebook in a kernel, as `make check` does
 def test_check_workspace_with_reference_answers_scores_full(tmp_path):
     ws = tmp_path / "ws"
     workspace.sync(COURSE, ws)
@@ -66,6 +70,7 @@ def test_check_workspace_with_reference_answers_scores_full(tmp_path):
     assert "TOTAL 12/12" in text, text
 
 
+@pytest.mark.slow  # grades a notebook in a kernel, as `make check` does
 def test_check_describes_failures_as_make_grade_does(tmp_path):
     """`make check` and `make grade` share one classifier: a kernel that dies is reported to the
     learner in the instructor's words, with what the integrity scan saw."""

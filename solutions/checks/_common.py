@@ -57,8 +57,6 @@ def _short(value) -> str:
         return f"<array shape {value.shape}>"
     if isinstance(value, np.random.Generator):
         return "rng"
-    if isinstance(value, float):
-        return repr(value)
     return repr(value)
 
 
@@ -112,11 +110,17 @@ def close(a, b, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
     return a.shape == b.shape and bool(np.all(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=False)))
 
 
-def diagnose(got_values: Iterable, mistakes: dict[str, Callable], inputs: Iterable, rtol=1e-6) -> str | None:
-    """Return the hint of the first known mistake that reproduces every got value, if any."""
+Mistake = tuple[str, Callable]  # (hint, wrong answer): the wrong answer takes one entry of `inputs`
+
+
+def diagnose(got_values: Iterable, mistakes: Iterable[Mistake], inputs: Iterable, rtol=1e-6) -> str | None:
+    """Return the hint of the first known mistake that reproduces every got value, if any.
+
+    `mistakes` is a sequence of (hint, wrong) pairs, tried in order; several wrong answers may
+    share one hint."""
     got_values = list(got_values)
     inputs = list(inputs)
-    for hint, wrong in mistakes.items():
+    for hint, wrong in mistakes:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             try:
@@ -127,6 +131,18 @@ def diagnose(got_values: Iterable, mistakes: dict[str, Callable], inputs: Iterab
                if np.all(np.isfinite(np.asarray(e, dtype=float)))):
             return hint
     return None
+
+
+def tokens_per_round(alpha, K):
+    """(1 - alpha**(K+1)) / (1 - alpha), K+1 at alpha = 1: the closed form the mistakes are built on."""
+    alpha = np.asarray(alpha, dtype=float)
+    with np.errstate(all="ignore"):
+        return np.where(alpha == 1.0, K + 1.0, (1 - alpha ** (K + 1)) / (1 - alpha))
+
+
+# Hints that more than one notebook gives, word for word.
+HINT_EXPONENT_K = ("exponent K instead of K+1 in the expected tokens: the round also emits the "
+                   "target's correction or bonus token.")
 
 
 def counts_match_pmf(samples: np.ndarray, values: np.ndarray, pmf: np.ndarray, alpha_level: float) -> bool:

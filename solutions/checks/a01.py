@@ -48,14 +48,14 @@ def check_accepted_pmf(accepted_pmf) -> None:
             if close(got, want, rtol=1e-9, atol=1e-12):
                 continue
             n = np.arange(K + 1)
-            mistakes = {
-                "the last entry must be alpha**K, the probability that all K drafts are accepted "
-                "(there is no rejection after the last draft); without that truncation the pmf "
-                "does not sum to 1.": lambda: alpha ** n * (1 - alpha),
-                "alpha and 1 - alpha are swapped: each accepted draft contributes a factor alpha "
-                "and the first rejection a factor (1 - alpha).":
-                    lambda: np.append((1 - alpha) ** n[:-1] * alpha, (1 - alpha) ** K),
-            }
+            mistakes = [
+                ("the last entry must be alpha**K, the probability that all K drafts are accepted "
+                 "(there is no rejection after the last draft); without that truncation the pmf "
+                 "does not sum to 1.", lambda: alpha ** n * (1 - alpha)),
+                ("alpha and 1 - alpha are swapped: each accepted draft contributes a factor alpha "
+                 "and the first rejection a factor (1 - alpha).",
+                 lambda: np.append((1 - alpha) ** n[:-1] * alpha, (1 - alpha) ** K)),
+            ]
             hint = diagnose([got], mistakes, [()])
             if hint:
                 fail(f"{label}: {hint}")
@@ -66,16 +66,14 @@ def check_accepted_pmf(accepted_pmf) -> None:
 
 # ---------------------------------------------------------------- expected_tokens
 
-def _expected_mistakes():
-    return {
-        HINT_BONUS: lambda a, K: (1 - a ** K) / (1 - a),
-        HINT_K_ALPHA: lambda a, K: K * a,
-        "1 + " + HINT_K_ALPHA: lambda a, K: 1 + K * a,
-        HINT_ACCEPTED_ONLY: lambda a, K: (1 - a ** (K + 1)) / (1 - a) - 1,
-        HINT_UNTRUNCATED_MEAN: lambda a, K: 1 / (1 - a),
-        HINT_UNTRUNCATED_MEAN + " It also counts only accepted drafts; add the target's token.":
-            lambda a, K: a / (1 - a),
-    }
+EXPECTED_MISTAKES = [
+    (HINT_BONUS, lambda a, K: (1 - a ** K) / (1 - a)),
+    (HINT_K_ALPHA, lambda a, K: K * a),
+    ("1 + " + HINT_K_ALPHA, lambda a, K: 1 + K * a),
+    (HINT_ACCEPTED_ONLY, lambda a, K: (1 - a ** (K + 1)) / (1 - a) - 1),
+    (HINT_UNTRUNCATED_MEAN, lambda a, K: 1 / (1 - a)),
+    (HINT_UNTRUNCATED_MEAN + " It also counts only accepted drafts; add the target's token.", lambda a, K: a / (1 - a)),
+]
 
 
 def check_expected_tokens(expected_tokens) -> None:
@@ -89,7 +87,7 @@ def check_expected_tokens(expected_tokens) -> None:
     want = [ref.expected_tokens(alpha, K) for alpha, K in grid]
     if close(got, want, rtol=1e-7, atol=1e-10):
         return
-    hint = diagnose(got, _expected_mistakes(), grid)
+    hint = diagnose(got, EXPECTED_MISTAKES, grid)
     if hint:
         fail(f"expected_tokens: {hint}")
     bad_alpha, bad_K = next(x for x, g, w in zip(grid, got, want) if not close(g, w, rtol=1e-7, atol=1e-10))
@@ -196,13 +194,13 @@ def check_simulate_tokens(simulate_tokens) -> None:
         values = np.arange(1, K + 2)
         if counts_match_pmf(out, values, _emitted_pmf(alpha, K), SIM_LEVEL):
             continue
-        wrong = {
-            "it accepts with probability 1 - alpha: accept a draft when a uniform draw is below alpha.":
-                _emitted_pmf(1 - alpha, K),
-            "rounds where all K drafts were accepted must emit K+1 tokens: the target adds a bonus "
-            "token from its last distribution.": _pmf_without_bonus(alpha, K),
-        }
-        for hint, pmf in wrong.items():
+        wrong = [
+            ("it accepts with probability 1 - alpha: accept a draft when a uniform draw is below alpha.",
+             _emitted_pmf(1 - alpha, K)),
+            ("rounds where all K drafts were accepted must emit K+1 tokens: the target adds a bonus "
+             "token from its last distribution.", _pmf_without_bonus(alpha, K)),
+        ]
+        for hint, pmf in wrong:
             if counts_match_pmf(out, values, pmf, 1e-3):
                 fail(f"{label}: {hint}")
         fail(f"{label}: the counts do not follow the truncated geometric law (accept each draft "

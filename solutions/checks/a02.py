@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from solutions.checks._common import (
-    as_float_array, call, close, diagnose, fail, require_ndarray, require_scalar, unchanged,
+    HINT_EXPONENT_K, as_float_array, call, close, diagnose, fail, require_ndarray, require_scalar, tokens_per_round,
+    unchanged,
 )
 from solutions.reference import a02_cost_and_speedup as ref
 
@@ -23,14 +24,6 @@ HINT_NO_DRAFT_COST = ("the draft passes are not free: a round costs one target p
                       "passes, 1 + K*c target-pass units.")
 HINT_NO_DISCOUNT = ("K (or K+1) tokens per round assumes every draft is accepted; use the expected "
                     "tokens per round, (1 - alpha**(K+1)) / (1 - alpha).")
-HINT_EXPONENT_K = ("exponent K instead of K+1 in the expected tokens: the round also emits the "
-                   "target's correction or bonus token.")
-
-
-def _tokens(a, K):
-    a = np.asarray(a, dtype=float)
-    with np.errstate(all="ignore"):
-        return np.where(a == 1.0, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
 
 
 def _scalar(fn, label, *args):
@@ -57,15 +50,15 @@ def check_round_cost(round_cost) -> None:
     got = [_scalar(round_cost, f"round_cost({K}, {c:g})", K, c) for K, c in grid]
     want = [ref.round_cost(K, c) for K, c in grid]
     if not close(got, want):
-        hint = diagnose(got, {
-            "the round also pays for one target pass that checks the drafts: cost = 1 + K*c, not K*c.":
-                lambda K, c: K * c,
-            HINT_INVERTED_C: lambda K, c: 1 + K / c,
-            "each of the K draft tokens needs its own draft pass: cost = 1 + K*c, not 1 + c.":
-                lambda K, c: 1 + c,
-            "the target verifies all K drafts in ONE pass (it scores K+1 positions at once): cost = "
-            "1 + K*c, not K + K*c.": lambda K, c: K + K * c,
-        }, grid)
+        hint = diagnose(got, [
+            ("the round also pays for one target pass that checks the drafts: cost = 1 + K*c, not K*c.",
+             lambda K, c: K * c),
+            (HINT_INVERTED_C, lambda K, c: 1 + K / c),
+            ("each of the K draft tokens needs its own draft pass: cost = 1 + K*c, not 1 + c.",
+             lambda K, c: 1 + c),
+            ("the target verifies all K drafts in ONE pass (it scores K+1 positions at once): cost = "
+             "1 + K*c, not K + K*c.", lambda K, c: K + K * c),
+        ], grid)
         fail(f"round_cost: {hint}" if hint else
              "round_cost(K, c) should be one target pass plus K draft passes, in target-pass units.")
     Ks = np.arange(0, 9)[:, None]
@@ -87,15 +80,15 @@ def check_speedup(speedup) -> None:
     bad = [i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=1e-7, atol=1e-10)]
     if not bad:
         return
-    hint = diagnose(got, {
-        HINT_NO_DRAFT_COST: lambda a, K, c: _tokens(a, K),
-        HINT_INVERTED_C: lambda a, K, c: _tokens(a, K) / (1 + K / c),
-        HINT_NO_DISCOUNT: lambda a, K, c: K / (1 + K * c),
-        HINT_NO_DISCOUNT + " ": lambda a, K, c: (K + 1) / (1 + K * c),
-        HINT_EXPONENT_K: lambda a, K, c: _tokens(a, K - 1) / (1 + K * c),
-        "the round cost is 1 + K*c, one target pass plus K draft passes.":
-            lambda a, K, c: _tokens(a, K) / (K * c),
-    }, grid, rtol=1e-6)
+    hint = diagnose(got, [
+        (HINT_NO_DRAFT_COST, lambda a, K, c: tokens_per_round(a, K)),
+        (HINT_INVERTED_C, lambda a, K, c: tokens_per_round(a, K) / (1 + K / c)),
+        (HINT_NO_DISCOUNT, lambda a, K, c: K / (1 + K * c)),
+        (HINT_NO_DISCOUNT, lambda a, K, c: (K + 1) / (1 + K * c)),
+        (HINT_EXPONENT_K, lambda a, K, c: tokens_per_round(a, K - 1) / (1 + K * c)),
+        ("the round cost is 1 + K*c, one target pass plus K draft passes.",
+         lambda a, K, c: tokens_per_round(a, K) / (K * c)),
+    ], grid, rtol=1e-6)
     if hint:
         fail(f"speedup: {hint}")
     a, K, c = grid[bad[0]]

@@ -55,15 +55,15 @@ def check_acceptance_rate(acceptance_rate) -> None:
                  f"last axis only), not {got.shape}.")
         if close(got, want, rtol=1e-9, atol=1e-12):
             continue
-        hint = diagnose([got], {
-            "that is sum max(p, q); a draft token x survives with probability min(1, p(x)/q(x)), "
-            "so beta = sum_x q(x) min(1, p(x)/q(x)) = sum_x min(p(x), q(x)).":
-                lambda: np.maximum(p, q).sum(-1),
-            "1 - sum |p - q| double-counts: the total variation distance is HALF the L1 distance, "
-            "so beta = 1 - TV = 1 - 0.5 * sum |p - q|.": lambda: 1 - np.abs(p - q).sum(-1),
-            "that is a mean over tokens; beta is the SUM over x of min(p(x), q(x)).":
-                lambda: np.minimum(p, q).mean(-1),
-        }, [()])
+        hint = diagnose([got], [
+            ("that is sum max(p, q); a draft token x survives with probability min(1, p(x)/q(x)), "
+             "so beta = sum_x q(x) min(1, p(x)/q(x)) = sum_x min(p(x), q(x)).",
+             lambda: np.maximum(p, q).sum(-1)),
+            ("1 - sum |p - q| double-counts: the total variation distance is HALF the L1 distance, "
+             "so beta = 1 - TV = 1 - 0.5 * sum |p - q|.", lambda: 1 - np.abs(p - q).sum(-1)),
+            ("that is a mean over tokens; beta is the SUM over x of min(p(x), q(x)).",
+             lambda: np.minimum(p, q).mean(-1)),
+        ], [()])
         fail(f"acceptance_rate: {hint}" if hint else f"{label} is not sum_x min(p(x), q(x)).")
 
 
@@ -86,17 +86,17 @@ def check_residual_distribution(residual_distribution) -> None:
             fail(f"{label} is close to the residual but not exact: an epsilon added to the sum (or to the "
                  "leftover) changes every value; guard the zero sum with np.where instead.")
         leftover = np.maximum(p - q, 0)
-        row_mistake = {} if p.ndim == 1 else {
-            "normalise over the last axis only (each row is its own distribution).":
-                lambda: leftover / leftover.sum()}
-        hint = diagnose([got], {
-            "the residual is not normalised: divide max(p - q, 0) by its sum over the last axis "
-            "(which equals 1 - beta, the rejection probability) so that it is a distribution.": lambda: leftover,
-            "q - p instead of p - q: the residual must put mass where the TARGET p exceeds the draft q, "
-            "the tokens the draft under-proposes.":
-                lambda: np.maximum(q - p, 0) / np.maximum(q - p, 0).sum(-1, keepdims=True),
-            **row_mistake,
-        }, [()])
+        row_mistake = [] if p.ndim == 1 else [
+            ("normalise over the last axis only (each row is its own distribution).",
+             lambda: leftover / leftover.sum())]
+        hint = diagnose([got], [
+            ("the residual is not normalised: divide max(p - q, 0) by its sum over the last axis "
+             "(which equals 1 - beta, the rejection probability) so that it is a distribution.", lambda: leftover),
+            ("q - p instead of p - q: the residual must put mass where the TARGET p exceeds the draft q, "
+             "the tokens the draft under-proposes.",
+             lambda: np.maximum(q - p, 0) / np.maximum(q - p, 0).sum(-1, keepdims=True)),
+            *row_mistake,
+        ], [()])
         fail(f"residual_distribution: {hint}" if hint else f"{label} is not max(p - q, 0) normalised.")
     p = np.array([0.5, 0.25, 0.25])
     for q_equal in (p.copy(), np.stack([p, p])):
@@ -212,18 +212,18 @@ def check_speculative_sample(speculative_sample) -> None:
             if accepted.all() and alpha < 0.99:
                 fail("speculative_sample accepts every draft token: accept x ~ q only with probability "
                      "min(1, p[x] / q[x]).")
-            wrong = {
-                "on rejection it resamples from p; it must sample from the residual "
-                "norm(max(p - q, 0)), otherwise tokens that q already over-proposes are counted twice.":
-                    _mixture(p, q, p),
-                "the residual uses q - p; it must be max(p - q, 0), the mass where the target exceeds "
-                "the draft.": _mixture(p, q, _safe_norm(np.maximum(q - p, 0))),
-                "it keeps x exactly when p[x] >= q[x] and rejects it otherwise; a token the draft "
-                "over-proposes must still be kept with probability p[x] / q[x].": _deterministic_accept(p, q),
-                "its tokens follow q, not p: the acceptance test must keep x with probability "
-                "min(1, p[x] / q[x]).": q,
-            }
-            for hint, dist in wrong.items():
+            wrong = [
+                ("on rejection it resamples from p; it must sample from the residual "
+                 "norm(max(p - q, 0)), otherwise tokens that q already over-proposes are counted twice.",
+                 _mixture(p, q, p)),
+                ("the residual uses q - p; it must be max(p - q, 0), the mass where the target exceeds "
+                 "the draft.", _mixture(p, q, _safe_norm(np.maximum(q - p, 0)))),
+                ("it keeps x exactly when p[x] >= q[x] and rejects it otherwise; a token the draft "
+                 "over-proposes must still be kept with probability p[x] / q[x].", _deterministic_accept(p, q)),
+                ("its tokens follow q, not p: the acceptance test must keep x with probability "
+                 "min(1, p[x] / q[x]).", q),
+            ]
+            for hint, dist in wrong:
                 if counts_match_pmf(tokens, values, dist, 1e-3):
                     fail(f"speculative_sample: {hint}")
             fail("speculative_sample: the emitted tokens are not distributed as p (draw x ~ q, accept "

@@ -353,16 +353,16 @@ def check_speculative_distribution(speculative_generate) -> None:
         q_raw = toy_draft.probs(1.0)[0].numpy()
         first = np.array([a for a, _ in pairs])
         residual = lambda p, q: np.maximum(p - q, 0) / np.maximum(p - q, 0).sum()  # noqa: E731
-        wrong = {
-            "after a rejection it samples from p; it must sample from the residual norm(max(p - q, 0)).":
-                _first_token_mixture(p1, q1, q1, lambda p, q: p),
-            "it accepts every draft token: accept x ~ q only with probability min(1, p[x] / q[x]).": q1,
-        }
+        wrong = [
+            ("after a rejection it samples from p; it must sample from the residual norm(max(p - q, 0)).",
+             _first_token_mixture(p1, q1, q1, lambda p, q: p)),
+            ("it accepts every draft token: accept x ~ q only with probability min(1, p[x] / q[x]).", q1),
+        ]
         if T != 1.0:
-            wrong["the acceptance test uses q from the draft's RAW logits while the draft sampled from "
-                  "temperature-scaled ones: apply the temperature to both p and q before the test."] = \
-                _first_token_mixture(p1, q1, q_raw, residual)
-        for hint, dist in wrong.items():
+            wrong.append(("the acceptance test uses q from the draft's RAW logits while the draft sampled from "
+                          "temperature-scaled ones: apply the temperature to both p and q before the test.",
+                          _first_token_mixture(p1, q1, q_raw, residual)))
+        for hint, dist in wrong:
             if counts_match_pmf(first, np.arange(4), dist, 1e-3):
                 fail(f"{label}: {hint}")
         if T != 1.0 and _joint_ok(pairs, _joint(toy_target.probs(1.0)), 1e-3):
@@ -448,16 +448,16 @@ def check_speculative_bonus(speculative_generate) -> None:
                  "all K drafts are accepted the round must also emit the bonus token (K+1 tokens).")
         if _conditional_ok(groups, p, 1e-7):
             continue
-        wrong = {
-            "the bonus token is the argmax of the target's last row; at temperature > 0 sample it from "
-            "softmax(logits / temperature) like every other token.": np.eye(4)[p.argmax(1)],
-            "the bonus token follows the DRAFT's distribution; draw it from the TARGET's last row "
-            "p_{K+1} (the row after the last draft).": q,
-        }
+        wrong = [
+            ("the bonus token is the argmax of the target's last row; at temperature > 0 sample it from "
+             "softmax(logits / temperature) like every other token.", np.eye(4)[p.argmax(1)]),
+            ("the bonus token follows the DRAFT's distribution; draw it from the TARGET's last row "
+             "p_{K+1} (the row after the last draft).", q),
+        ]
         if T != 1.0:
-            wrong["the bonus token is drawn without the temperature; apply it to the target's last row "
-                  "too: softmax(logits / temperature)."] = toy_target.probs(1.0).numpy()
-        for hint, cond in wrong.items():
+            wrong.append(("the bonus token is drawn without the temperature; apply it to the target's last row "
+                          "too: softmax(logits / temperature).", toy_target.probs(1.0).numpy()))
+        for hint, cond in wrong:
             if _conditional_ok(groups, cond, 1e-3):
                 fail(f"{label}: {hint}")
         fail(f"{label}: the bonus token (all K drafts accepted) does not follow the target's last row "

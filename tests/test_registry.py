@@ -1,0 +1,74 @@
+"""The grading contract read from the source notebooks (coursekit.registry) is complete and
+consistent, so that the checker and end-to-end tests that iterate over it cover everything."""
+import inspect
+
+import pytest
+
+from coursekit import registry
+from coursekit.nbg import CellResult
+from coursekit.paths import assignments
+
+COURSE = registry.course()
+
+
+def test_every_assignment_is_read():
+    assert [a.name for a in COURSE] == assignments() and COURSE
+    assert len({a.number for a in COURSE}) == len(COURSE), "two assignments share a number"
+
+
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_every_exercise_has_hidden_tests_and_points(a):
+    assert a.exercises, f"{a.name}: no solution cell"
+    for exercise in a.exercises:
+        assert [c for c in a.hidden if c.exercise == exercise], f"{a.name}: no hidden test calls {exercise}"
+    for cell in a.cells:
+        assert cell.points > 0, cell
+        assert cell.exercise in a.exercises, f"{cell.grade_id} tests {cell.exercise}, which no solution cell defines"
+        # the graded results (coursekit.nbg) find a cell's exercise from its grade_id: it must agree
+        assert CellResult(cell.grade_id, 0, 0).exercise == cell.exercise, cell.grade_id
+    assert a.max_score == sum(c.points for c in a.cells) > 0
+
+
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_hidden_tests_call_existing_checkers_of_their_notebook(a):
+    for cell in a.hidden:
+        module = cell.checker.split(".")[0]
+        assert module == f"a{a.number}", f"{cell.grade_id} calls a checker of another notebook: {cell.checker}"
+        assert callable(cell.resolve()), cell.checker
+
+
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_every_checker_is_called_by_a_hidden_test(a):
+    """A public check_* that no notebook calls is dead code that the checker tests would still run."""
+    module = inspect.getmodule(a.hidden[0].resolve())
+    defined = {name for name, fn in inspect.getmembers(module, inspect.isfunction)
+               if name.startswith("check_") and fn.__module__ == module.__name__}
+    assert defined == {c.checker.split(".")[1] for c in a.hidden}
+
+
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_reference_module_defines_every_exercise(a):
+    ref = a.reference()
+    for exercise in a.exercises:
+        assert callable(getattr(ref, exercise, None)), f"{ref.__name__} has no {exercise}"
+
+
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_answer_catalogue_covers_every_exercise(a):
+    """tests/answers_NN.py: a correct answer written differently and a known mistake for every exercise,
+    and every key names an exercise or a hidden test's checker (a typo would silently test nothing)."""
+    answers = a.answers()
+    assert answers is not None, f"tests/answers_{a.number}.py is missing"
+    for exercise in a.exercises:
+        assert answers.CORRECT.get(exercise), f"no differently written correct {exercise} in answers_{a.number}"
+        assert [k for k in answers.WRONG if a.exercise_of(k) == exercise], f"no known mistake of {exercise}"
+    for key in list(answers.CORRECT) + list(answers.WRONG):
+        assert a.checkers(key), key
+
+
+def test_verdict_call_is_parsed():
+    src = '### BEGIN HIDDEN TESTS\nfrom solutions.checks.run import verdict\nhint = verdict("a01.check_x", fn)\n'
+    assert registry.verdict_call(src) == ("a01.check_x", "fn")
+    assert registry.verdict_call("assert f(1) == 2") is None
+    with pytest.raises(ValueError):
+        registry.verdict_call('verdict("a01.check_" + name, fn)')

@@ -1,0 +1,83 @@
+"""Two tiers of the suite (a pytest plugin, loaded from pyproject.toml's addopts).
+
+`make test` runs everything (CI). `make test-fast` runs `-m "not slow"`: the checkers in-process
+(but those that run the model), the registry, the helpers, the model, sync, leaks, the scan page,
+the workspace copy and one small end-to-end grading of notebook 01 through stock nbgrader: the
+inner loop.
+
+A test is slow when it is marked `@pytest.mark.slow` or falls under a rule here:
+- its module is in SLOW_MODULES: the whole module drives real kernels, JupyterLab or a cohort
+  (and no test in it is cheap without its expensive module fixture);
+- it uses a fixture in SLOW_FIXTURES: grading every assignment end to end;
+- it is a test_checkers.py case (parameter `nb`) of a notebook in SLOW_CHECKERS.
+Everything else is fast. So that a new slow test cannot quietly make the fast tier slow, a
+`-m "not slow"` run names, at the end, every test that took more than FAST_LIMIT_S seconds
+(setup included) and warns when the whole run took more than FAST_TOTAL_S, both in CPU time
+(this process and its children): mark the heavy tests slow or make them cheaper. It reports
+and never fails, because no test may pass or fail by how long it took.
+"""
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+SLOW_MODULES = {
+    "test_browser",  # JupyterLab and Chromium
+    "test_corpus",  # a cohort of hostile submissions graded three times
+    "test_grading",  # every assignment graded end to end (the `graded` fixture)
+    "test_sandbox",  # real grading kernels, a CPU-time limit run out
+    "test_practice",  # notebook 05's proposers and timings on the shipped pair
+    "test_fast_reference",  # the benchmark's loop for K = 1..8 on three prompts
+}
+SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
+SLOW_CHECKERS = {"04"}  # notebooks whose checkers run the shipped model (greedy check: about 80 s CPU per answer)
+FAST_LIMIT_S = 60.0  # CPU seconds of one fast test, setup included (the small end-to-end grading takes most)
+FAST_TOTAL_S = 240.0  # CPU seconds of the whole fast tier: 2 minutes of a 2-core machine
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) \
+                or (module == "test_checkers" and params.get("nb") in SLOW_CHECKERS):
+            item.add_marker(pytest.mark.slow)
+
+
+def _fast_run(config) -> bool:
+    return "not slow" in (config.getoption("markexpr", "") or "")
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_spent: dict[str, float] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = _cpu()
+    yield
+    _spent[item.nodeid] = _cpu() - start
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _fast_run(config):
+        return
+    heavy = {k: v for k, v in _spent.items() if v > FAST_LIMIT_S}
+    if _cpu() > FAST_TOTAL_S:
+        terminalreporter.write_line(f"the fast tier used {_cpu():.0f} s CPU > {FAST_TOTAL_S:.0f} s; the heaviest tests: "
+                                    + ", ".join(f"{k} ({v:.0f} s)" for k, v in sorted(_spent.items(), key=lambda kv: -kv[1])[:5]),
+                                    red=True)
+    for nodeid, secs in sorted(heavy.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"too slow for the fast tier ({secs:.0f} s CPU > {FAST_LIMIT_S:.0f} s): {nodeid}; "
+                                    "mark it @pytest.mark.slow or make it cheaper", red=True)
+    terminalreporter.write_line(f"fast tier: {time.perf_counter() - _START:.0f} s wall, {_cpu():.0f} s CPU "
+                                "(this process and its children)")
+
+
+_START = time.perf_counter()
