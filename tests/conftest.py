@@ -8,17 +8,14 @@ differently, so each wrong answer is graded on its own.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from coursekit.nbg import ScratchCourse
 from tests import answers_01 as a01
 from tests import answers_02 as a02
 from tests import answers_03 as a03
 from tests import answers_04 as a04
 from tests import answers_05 as a05
-from tests.notebooks import fill
+from tests.e2e import grade_classes
 
 A01, A02, A03, A04 = "01_acceptance_chain", "02_cost_and_speedup", "03_rejection_sampling", "04_torch_verifier"
 A05 = "05_speculation_in_practice"
@@ -114,19 +111,4 @@ CLASSES = {
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
     """{assignment: {course, root, run, feedback, export, results}}, graded once per test session."""
-    root = tmp_path_factory.mktemp("course-root")
-    course = ScratchCourse(root)
-    out = {}
-    for assignment, learners in CLASSES.items():
-        release_nb = course.generate(assignment) / f"{assignment}.ipynb"
-        for student, answers in learners.items():
-            if answers is None:
-                course.submit(student, assignment, root / "source" / assignment / f"{assignment}.ipynb")
-            else:
-                course.submit(student, assignment, fill(release_nb, answers, root / "tmp" / assignment / student / release_nb.name))
-        run = course.autograde(assignment)
-        feedback = course.nbgrader("generate_feedback", assignment, "--force", check=False)
-        out[assignment] = dict(run=run, feedback=feedback,
-                               results={r.student: r for r in course.results(assignment, list(learners))})
-    export = course.nbgrader("export", check=False)
-    return dict(course=course, root=Path(root), export=export, by_assignment=out)
+    return grade_classes(tmp_path_factory.mktemp("course-root"), CLASSES)

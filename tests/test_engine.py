@@ -19,7 +19,9 @@ from specdec.heads import load_heads
 from specdec.model import encode, load
 from specdec.toy import toy_pair
 
-PROMPTS = ["import os\n\n\ndef walk(", "class Stack:\n    def push(self, item):\n        ", "    return {"]
+PROMPTS = ["import os\n\n\ndef walk(", "class Stack:\n    def push(self, item):\n        ", "    return {",
+           "import os\n\n\ndef walk(root):\n    ",
+           "class Stack:\n    def push(self, item):\n        self.items.append(item)\n\n    def pop(self):\n        "]
 LEVEL = 1e-6  # each distribution test fails a correct engine with probability below this
 
 
@@ -47,14 +49,14 @@ def proposers(models):
 def test_greedy_equals_the_plain_call_for_every_proposer_and_K(models, prompt):
     target = models[0]
     prompt = encode(prompt)
-    want = greedy_plain_call(target, prompt, 40)
-    assert torch.equal(plain(target, prompt, 40), want)
+    want = greedy_plain_call(target, prompt, 48)
+    assert torch.equal(plain(target, prompt, 48), want)
     for name, proposer in proposers(models).items():
-        for K in range(0, 9) if name == "draft" else (1, 3, 6):
-            out, st = speculate(target, proposer, prompt, 40, K)
+        for K in range(0, 9) if name == "draft" else (1, 3, 4, 6):
+            out, st = speculate(target, proposer, prompt, 48, K)
             assert torch.equal(out, want), (name, K)
-            # every round emits its accepted drafts plus one token; the last round may be cut at 40
-            assert st["accepted"] + st["rounds"] >= 40 > st["accepted"] + st["rounds"] - (K + 1)
+            # every round emits its accepted drafts plus one token; the last round may be cut at 48
+            assert st["accepted"] + st["rounds"] >= 48 > st["accepted"] + st["rounds"] - (K + 1)
             assert sum(st["accepted_at"]) == st["accepted"] <= st["proposed"] <= K * st["rounds"]
             assert st["rejected"] <= st["draft_rounds"] <= st["rounds"]
             if name == "draft":
@@ -62,7 +64,7 @@ def test_greedy_equals_the_plain_call_for_every_proposer_and_K(models, prompt):
             assert st["tested"][0] == st["draft_rounds"]  # every round that proposes tests its first draft
             for i in range(1, len(st["tested"])):  # a draft is tested only after the earlier one was accepted
                 assert st["tested"][i] <= st["accepted_at"][i - 1]
-        out, st = speculate(target, proposer, prompt, 40, 2, adapt="hf")
+        out, st = speculate(target, proposer, prompt, 48, 2, adapt="hf")
         assert torch.equal(out, want), (name, "adaptive")
         assert all(1 <= k <= 16 for k in st["K_used"])
 

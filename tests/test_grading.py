@@ -2,26 +2,16 @@
 the reference gets full marks, the release gets 0 without breaking the run, answers written
 differently get full marks, and each known mistake loses its points with its hint."""
 import csv
-import html
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import A01, A02, A03, A04, A05, CLASSES
+from tests.e2e import assert_hidden_tests_stay_hidden, by_exercise
 
 MAX_SCORE = {A01: 12, A02: 15, A03: 13, A04: 14, A05: 13}
 CORRECT = [(a, s) for a, learners in CLASSES.items() for s in learners
            if s == "reference" or not s.startswith(("wrong", "blank"))]
-
-
-def by_exercise(result):
-    out = {}
-    for cell in result.cells:
-        got, total, hints = out.get(cell.exercise, (0.0, 0.0, []))
-        out[cell.exercise] = (got + cell.score, total + cell.max_score, hints + ([cell.hint] if cell.hint else []))
-    return out
 
 
 @pytest.mark.parametrize("assignment", list(CLASSES))
@@ -151,42 +141,9 @@ def test_release_directory_is_course(graded):
         assert (graded["root"] / "course" / assignment / f"{assignment}.ipynb").exists()
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _checker_code_lines():
-    """Lines of the checkers' code (not their hint strings) that must never reach a learner."""
-    learner_lines = {ln.strip() for p in Path(__file__).parent.glob("answers_*.py") for ln in p.read_text().splitlines()}
-    out = set()
-    for path in (Path(__file__).parent.parent / "solutions" / "checks").glob("*.py"):
-        for line in path.read_text().splitlines():
-            s = line.strip()
-            if len(s) > 25 and not s.startswith(("#", '"', "'", "f\"", "HINT")) and s not in learner_lines \
-                    and any(tok in s for tok in ("(", " = ", "[")) and "verdict" not in s:
-                out.add(s)
-    return out
-
-
 @pytest.mark.parametrize("assignment", list(CLASSES))
 def test_hidden_tests_stay_hidden(graded, assignment):
     """A failing hidden test shows the learner its three-line call and the hint, nothing else: the
     traceback has no frame from a file (no checker code, no paths), and neither the autograded
     notebooks nor the feedback HTML contain a line of the checkers' code or the reference module."""
-    root = graded["root"]
-    code_lines = _checker_code_lines()
-    for student in CLASSES[assignment]:
-        if student == "reference":
-            continue  # its submission is the source notebook itself
-        nb = json.loads((root / "autograded" / student / assignment / f"{assignment}.ipynb").read_text())
-        for cell in nb["cells"]:
-            if "verdict(" not in "".join(cell.get("source", "")):
-                continue
-            for out in cell.get("outputs", []):
-                if out.get("output_type") == "error":
-                    tb = ANSI.sub("", "\n".join(out["traceback"]))
-                    assert "File " not in tb and "solutions/" not in tb, tb
-                    assert out["ename"] == "AssertionError" and out["evalue"], out
-        html_text = html.unescape((root / "feedback" / student / assignment / f"{assignment}.html").read_text())
-        for line in code_lines:
-            assert line not in html_text, (student, line)
-        assert "solutions.reference" not in html_text and "_common.py" not in html_text
+    assert_hidden_tests_stay_hidden(graded["root"], assignment, CLASSES[assignment])
