@@ -71,7 +71,7 @@ def main(argv=None) -> int:
 
     def losses(x, y):
         with torch.no_grad():
-            _, h = target._run(x, hidden=True)
+            _, h = target(x, hidden=True)
         logits = heads(h, target.head)  # (B, T, N, V)
         out = []
         for k in range(N_HEADS):  # head k at position t predicts y[t + k + 1] (= token t + k + 2)
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     heads.eval()
     with torch.no_grad():
         x, y = next(batches(val_data, 32, torch.Generator().manual_seed(SEED + 1), "cpu"))
-        _, h = target._run(x, hidden=True)
+        _, h = target(x, hidden=True)
         logits = heads(h, target.head)
         top1 = [round((logits[:, : SEQ - k - 1, k].argmax(-1) == y[:, k + 1:]).float().mean().item(), 4)
                 for k in range(N_HEADS)]

@@ -104,9 +104,11 @@ class TinyGPT(nn.Module):
         h = self.ln_f(x)
         return (self.head(h), h) if hidden else self.head(h)
 
-    def forward(self, ids: torch.LongTensor) -> torch.Tensor:
-        """ids (1, T) -> logits (1, T, 256); row t is the distribution of token t+1."""
-        return self._run(ids)
+    def forward(self, ids: torch.LongTensor, hidden: bool = False):
+        """ids (B, T) -> logits (B, T, 256); row t is the distribution of token t+1. With
+        hidden=True, (logits, hidden states): the final hidden states (B, T, d_model) are the
+        input of the output layer (what self-drafting heads read, notebook 05)."""
+        return self._run(ids, hidden=hidden)
 
     def new_cache(self) -> KVCache:
         return KVCache(self.config, self.device, self.head.weight.dtype)

@@ -81,7 +81,7 @@ def head_agreement(target, heads, prompt, n: int) -> list[float]:
     continuation of `prompt` (n tokens), the fraction of positions t where head k's argmax on
     the hidden state h_t equals the token k+1 places after the one h_t predicts."""
     seq = torch.cat([prompt.to(target.device), plain(target, prompt, n).to(target.device)])
-    _, h = target._run(seq[None], hidden=True)
+    _, h = target(seq[None], hidden=True)
     guesses = heads(h[0], target.head).argmax(-1)  # (T, n_heads)
     start = len(prompt) - 1  # from the state that predicted the first new token on
     out = []

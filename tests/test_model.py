@@ -21,6 +21,18 @@ def test_plain_call_shapes(model):
 
 
 @torch.no_grad()
+def test_hidden_states_are_part_of_the_public_call(model):
+    """model(ids, hidden=True) and extend(..., hidden=True) give the same logits and the states
+    the output layer reads (what notebook 05's heads use): logits == model.head(hidden)."""
+    ids = encode(PROMPT)[None]
+    logits, h = model(ids, hidden=True)
+    assert h.shape == (1, ids.shape[1], model.config.d_model)
+    assert torch.equal(logits, model(ids)) and torch.allclose(model.head(h), logits, atol=1e-6)
+    cached_logits, cached_h = model.extend(ids, model.new_cache(), hidden=True)
+    assert torch.allclose(cached_logits, logits, atol=1e-5) and torch.allclose(cached_h, h, atol=1e-5)
+
+
+@torch.no_grad()
 def test_cache_matches_plain_call_across_appends_and_rollbacks(model):
     gen = torch.Generator().manual_seed(0)
     ids = torch.cat([encode(PROMPT), torch.randint(32, 127, (120,), generator=gen)])[None]
