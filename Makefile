@@ -16,8 +16,8 @@ help: ## list the targets
 lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your changes), start JupyterLab
 	$(BIN)/python -m coursekit.lab workspace --port=$(PORT)
 
-test: $(STAMP) ## set up and run the whole test suite
-	$(BIN)/python -m pytest
+test: $(STAMP) ## set up and run the whole test suite (its modules on up to 4 CPUs at once)
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 test-fast: $(STAMP) ## the inner loop, under 2 minutes: checkers, helpers, model, sync, leaks, one small nbgrader run
 	$(BIN)/python -m pytest -m "not slow"

@@ -272,12 +272,13 @@ def grade_submission(root: Path, assignment: str, student: str, timeout: float =
 class ScratchCourse:
     """A temporary course root for the tests and `make check`: generate, submit, autograde, read."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, env: dict | None = None):
         self.root = Path(root)
+        self.env = env  # extra environment of every nbgrader run (and so of its kernels)
         scratch_root(self.root)
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = run(self.root, *args)
+        proc = run(self.root, *args, env=self.env)
         if check and proc.returncode != 0:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
         return proc

@@ -36,6 +36,7 @@ class GradeCell:
     points: float
     exercise: str
     checker: str | None = None  # "a01.check_expected_tokens" for a hidden test cell
+    source: str = field(default="", compare=False, repr=False)  # the cell's code (visible tests: what the learner sees)
 
     def resolve(self) -> Callable:
         module, name = self.checker.rsplit(".", 1)
@@ -55,6 +56,10 @@ class Assignment:
     @property
     def max_score(self) -> float:
         return sum(c.points for c in self.cells)
+
+    @property
+    def visible(self) -> tuple[GradeCell, ...]:
+        return tuple(c for c in self.cells if not c.checker)
 
     @property
     def hidden(self) -> tuple[GradeCell, ...]:
@@ -122,7 +127,7 @@ def read(assignment: str) -> Assignment:
             call = verdict_call(cell.source) if cell.cell_type == "code" else None
             exercise = call[1] if call else _visible_exercise(meta["grade_id"])
             cells.append(GradeCell(meta["grade_id"], float(meta.get("points", 0)), exercise,
-                                  call[0] if call else None))
+                                  call[0] if call else None, cell.source))
     return Assignment(assignment, tuple(exercises), tuple(cells))
 
 

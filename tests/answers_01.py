@@ -254,3 +254,12 @@ WRONG["expected_tokens_edges"] += [(expected_isclose_guard, "tolerance guard"),
                                    (expected_list_for_arrays, "returned a list"),
                                    (expected_in_place, "in place")]
 WRONG["simulate_tokens"].append((simulate_fixed_seed, "ignores its rng argument"))
+
+
+# Learners graded with stock nbgrader besides those derived from CORRECT and WRONG (tests/e2e.py):
+# the warnings must be dropped before they reach a graded cell's stderr, and a mistake in one
+# hidden test of an exercise costs that exercise's points only.
+END_TO_END = {
+    "noisy": {"expected_tokens": expected_noisy},
+    "wrong_guard": {"expected_tokens": expected_isclose_guard},
+}

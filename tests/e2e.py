@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from coursekit import registry
@@ -16,25 +18,59 @@ from coursekit.nbg import ScratchCourse
 from tests.notebooks import fill
 
 
-def grade_classes(root: Path, classes: dict[str, dict]) -> dict:
-    """Generate, submit, autograde, generate_feedback per assignment, then export, in a scratch
-    course root: {course, root, export, by_assignment: {assignment: {run, feedback, results}}}."""
-    course = ScratchCourse(root)
-    out = {}
-    for assignment, learners in classes.items():
+def derived_class(assignment: str) -> dict[str, dict | None]:
+    """The class test_grading.py grades for `assignment`, derived from tests/answers_NN.py: the
+    reference (None), the untouched release ({}), a learner of the first and one of the last
+    answers of every CORRECT list, a learner made of the first wrong answer of each exercise, and
+    the learners of the optional END_TO_END = {student: {exercise: function}} (exercises they leave
+    out get the first correct answer, so one mistake is graded on its own). Every other catalogued
+    answer is run through the same checkers in process by tests/test_checkers.py."""
+    a = registry.read(assignment)
+    answers = a.answers()
+    first = {ex: answers.CORRECT[ex][0] for ex in a.exercises}
+    last = {ex: answers.CORRECT[ex][-1] for ex in a.exercises}
+    wrong = {}
+    for key, items in answers.WRONG.items():
+        wrong.setdefault(a.exercise_of(key), items[0][0])
+    out = {"reference": None, "blank": {}, "correct_first": first}
+    if last != first:
+        out["correct_last"] = last
+    out["wrong_first"] = wrong
+    for student, learner in getattr(answers, "END_TO_END", {}).items():
+        out[student] = {**first, **learner}
+    return out
+
+
+def grade_classes(root: Path, classes: dict[str, dict], jobs: int | None = None) -> dict:
+    """Per assignment, in its own scratch course root root/<assignment>: generate, submit every
+    learner, autograde them in one stock nbgrader run, generate_feedback, export. `jobs`
+    assignments are graded at a time (default: one per CPU, at most 4; each its own nbgrader
+    processes and gradebook, so nothing is shared), their kernels sharing the CPUs' threads as
+    `make grade --jobs` does (torch's default of one thread per CPU in every kernel oversubscribes
+    the machine and slows each kernel several times). Returns {assignment: {course, root, run,
+    feedback, export, results: {student: NotebookResult}}}."""
+    jobs = jobs or max(1, min(4, os.cpu_count() or 1, len(classes)))
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    env = {name: threads for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+    def one(assignment: str, learners: dict) -> dict:
+        course = ScratchCourse(Path(root) / assignment, env)
         release_nb = course.generate(assignment) / f"{assignment}.ipynb"
         for student, answers in learners.items():
             if answers is None:
-                course.submit(student, assignment, root / "source" / assignment / f"{assignment}.ipynb")
+                course.submit(student, assignment, course.root / "source" / assignment / f"{assignment}.ipynb")
             else:
                 course.submit(student, assignment,
-                              fill(release_nb, answers, root / "tmp" / assignment / student / release_nb.name))
+                              fill(release_nb, answers, course.root / "tmp" / assignment / student / release_nb.name))
         run = course.autograde(assignment)
         feedback = course.nbgrader("generate_feedback", assignment, "--force", check=False)
-        out[assignment] = dict(run=run, feedback=feedback,
-                               results={r.student: r for r in course.results(assignment, list(learners))})
-    export = course.nbgrader("export", check=False)
-    return dict(course=course, root=Path(root), export=export, by_assignment=out)
+        export = course.nbgrader("export", check=False)
+        return dict(course=course, root=course.root, run=run, feedback=feedback, export=export,
+                    results={r.student: r for r in course.results(assignment, list(learners))})
+
+    with ThreadPoolExecutor(jobs) as pool:  # the work is in nbgrader subprocesses; largest classes first
+        futures = {a: pool.submit(one, a, classes[a]) for a in sorted(classes, key=lambda a: -len(classes[a]))}
+    return {a: futures[a].result() for a in classes}
 
 
 STUB_HINT = "not implemented yet"
@@ -71,6 +107,21 @@ def outcomes(assignment: str, learner) -> dict[str, list[str]]:
 
 def all_correct(assignment, learner) -> bool:
     return learner != {} and not any(outcomes(assignment, learner).values())
+
+
+def assert_graded_as_catalogued(result, assignment: str, learner) -> None:
+    """The learner's graded notebook is what the catalogue says: an exercise answered correctly
+    has full marks; any other loses points, with hints that contain every phrase catalogued for
+    its answer (the stub hint for an untouched cell)."""
+    assert not result.error and result.max_score == registry.read(assignment).max_score, (result.student, result.error)
+    scores = by_exercise(result)
+    for exercise, phrases in outcomes(assignment, learner).items():
+        got, total, hints = scores[exercise]
+        if not phrases:
+            assert got == total, (result.student, exercise, hints)
+        else:
+            assert got < total and all(any(p in h for h in hints) for p in phrases), \
+                (result.student, exercise, phrases, hints)
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -66,6 +66,21 @@ def test_answer_catalogue_covers_every_exercise(a):
         assert a.checkers(key), key
 
 
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_end_to_end_class_is_derived_from_the_catalogue(a):
+    """The class tests/test_grading.py grades: every learner's answers are catalogued (outcomes()
+    raises otherwise), END_TO_END names only exercises, and the class has a learner who gets full
+    marks with answers unlike the reference and one who fails every exercise."""
+    from tests.e2e import derived_class, outcomes
+    cls = derived_class(a.name)
+    for learner in getattr(a.answers(), "END_TO_END", {}).values():
+        assert set(learner) <= set(a.exercises), set(learner) - set(a.exercises)
+    assert not any(outcomes(a.name, cls["correct_first"]).values())
+    assert all(outcomes(a.name, cls["wrong_first"]).values())
+    for learner in cls.values():
+        outcomes(a.name, learner)
+
+
 def test_verdict_call_is_parsed():
     src = '### BEGIN HIDDEN TESTS\nfrom solutions.checks.run import verdict\nhint = verdict("a01.check_x", fn)\n'
     assert registry.verdict_call(src) == ("a01.check_x", "fn")
