@@ -20,7 +20,7 @@ test: $(STAMP) ## set up and run the whole test suite (its modules on up to 4 CP
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 test-fast: $(STAMP) ## the inner loop, under 2 minutes: checkers, helpers, model, sync, leaks, one small nbgrader run
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses 4 --dist loadfile
 
 check: $(STAMP) ## grade your workspace with the hidden tests: points per exercise and hints
 	@$(BIN)/python -m coursekit.check workspace

@@ -1,6 +1,6 @@
 """Two tiers of the suite (a pytest plugin, loaded from pyproject.toml's addopts).
 
-`make test` runs everything (CI). `make test-fast` runs `-m "not slow"`: the checkers in-process
+`make test` runs everything (CI). `make test-fast` runs `-m "not slow"` (also on up to 4 CPUs): the checkers in-process
 (but those that run the model), the registry, the helpers, the model, sync, leaks, the scan page,
 the workspace copy and one small end-to-end grading of notebook 01 through stock nbgrader: the
 inner loop.
@@ -50,9 +50,9 @@ def _fast_run(config) -> bool:
     return "not slow" in (config.getoption("markexpr", "") or "")
 
 
-def _cpu() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def _cpu(children: bool = True) -> float:
+    usage = [resource.getrusage(resource.RUSAGE_SELF)] + ([resource.getrusage(resource.RUSAGE_CHILDREN)] if children else [])
+    return sum(u.ru_utime + u.ru_stime for u in usage)
 
 
 _spent: dict[str, float] = {}
@@ -65,19 +65,38 @@ def pytest_runtest_protocol(item, nextitem):
     _spent[item.nodeid] = _cpu() - start
 
 
+_workers_cpu: list[float] = []
+
+
+def pytest_sessionfinish(session):
+    """Under pytest-xdist, a worker hands its per-test CPU times and its total to the controller."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["tiers"] = {"spent": _spent, "cpu": _cpu()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    out = getattr(node, "workeroutput", {}).get("tiers")
+    if out:
+        _spent.update(out["spent"])
+        _workers_cpu.append(out["cpu"])
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _fast_run(config):
+    if not _fast_run(config) or hasattr(config, "workeroutput"):
         return
+    # the workers' own totals include their children; the controller's children are the workers
+    cpu = _cpu(children=False) + sum(_workers_cpu) if _workers_cpu else _cpu()
     heavy = {k: v for k, v in _spent.items() if v > FAST_LIMIT_S}
-    if _cpu() > FAST_TOTAL_S:
-        terminalreporter.write_line(f"the fast tier used {_cpu():.0f} s CPU > {FAST_TOTAL_S:.0f} s; the heaviest tests: "
+    if cpu > FAST_TOTAL_S:
+        terminalreporter.write_line(f"the fast tier used {cpu:.0f} s CPU > {FAST_TOTAL_S:.0f} s; the heaviest tests: "
                                     + ", ".join(f"{k} ({v:.0f} s)" for k, v in sorted(_spent.items(), key=lambda kv: -kv[1])[:5]),
                                     red=True)
     for nodeid, secs in sorted(heavy.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"too slow for the fast tier ({secs:.0f} s CPU > {FAST_LIMIT_S:.0f} s): {nodeid}; "
                                     "mark it @pytest.mark.slow or make it cheaper", red=True)
-    terminalreporter.write_line(f"fast tier: {time.perf_counter() - _START:.0f} s wall, {_cpu():.0f} s CPU "
-                                "(this process and its children)")
+    terminalreporter.write_line(f"fast tier: {time.perf_counter() - _START:.0f} s wall, {cpu:.0f} s CPU "
+                                "(this process, its workers and their children)")
 
 
 _START = time.perf_counter()

@@ -113,6 +113,17 @@ def close(a, b, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
 Mistake = tuple[str, Callable]  # (hint, wrong answer): the wrong answer takes one entry of `inputs`
 
 
+def broadcasts_like_numpy(got: np.ndarray, want: np.ndarray, name: str, inputs: str, hint: str) -> None:
+    """A vectorised answer called with broadcastable arrays `inputs` (described for the learner):
+    the reference's shape, and the values of its scalar calls."""
+    __tracebackhide__ = True
+    if got.shape != want.shape:
+        fail(f"{name} must broadcast its arguments like numpy: shapes {inputs} give {want.shape}, not {got.shape}.")
+    if not close(got, want, rtol=1e-7, atol=1e-10):
+        fail(f"{name} with array inputs disagrees with its scalar values (check {hint} inside arrays: "
+             "use np.where, not if-statements).")
+
+
 def diagnose(got_values: Iterable, mistakes: Iterable[Mistake], inputs: Iterable, rtol=1e-6) -> str | None:
     """Return the hint of the first known mistake that reproduces every got value, if any.
 

@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, as_float_array, call, close, diagnose, fail, require_ndarray, require_scalar, tokens_per_round,
+    HINT_EXPONENT_K, as_float_array, broadcasts_like_numpy, call, close, diagnose, fail, require_ndarray, require_scalar,
+    tokens_per_round,
     unchanged,
 )
 from solutions.reference import a02_cost_and_speedup as ref
@@ -104,13 +105,8 @@ def check_speedup_arrays(speedup) -> None:
     c = np.array([0.0, 0.02, 0.1, 0.5])[None, None, :]
     label = "speedup(<alpha array>, <K array>, <c array>)"
     got = as_float_array(_array_call(speedup, label, alpha=alpha, K=K, c=c), label)
-    want = ref.speedup(alpha, K, c)
-    if got.shape != want.shape:
-        fail(f"speedup must broadcast alpha, K and c like numpy: shapes (6,1,1), (1,17,1), (1,1,4) "
-             f"give {want.shape}, not {got.shape}.")
-    if not close(got, want, rtol=1e-7, atol=1e-10):
-        fail("speedup with array inputs disagrees with its scalar values (check alpha = 1 and K = 0 "
-             "inside arrays: use np.where, not if-statements).")
+    broadcasts_like_numpy(got, ref.speedup(alpha, K, c), "speedup", "(6,1,1), (1,17,1), (1,1,4)",
+                          "alpha = 1 and K = 0")
 
 
 # ---------------------------------------------------------------- loses

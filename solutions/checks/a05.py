@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, SEED, CheckFailure, as_float_array, call, close, diagnose, fail, require_scalar, tokens_per_round,
+    HINT_EXPONENT_K, SEED, CheckFailure, as_float_array, broadcasts_like_numpy, call, close, diagnose, fail, require_scalar,
+    tokens_per_round,
 )
 from solutions.reference import a05_speculation_in_practice as ref
 
@@ -115,13 +116,8 @@ def check_speedup_general(speedup_general) -> None:
     K = np.arange(0, 9)[None, :, None]
     verify = np.array([1.0, 1.5, 4.0])[None, None, :]
     got = as_float_array(call(speedup_general, alpha, K, 0.1, verify), "speedup_general(<arrays>)")
-    want = ref.speedup_general(alpha, K, 0.1, verify)
-    if got.shape != want.shape:
-        fail(f"speedup_general must broadcast its arguments like numpy: shapes (4,1,1), (1,9,1), a float "
-             f"and (1,1,3) give {want.shape}, not {got.shape}.")
-    if not close(got, want, rtol=1e-7, atol=1e-10):
-        fail("speedup_general with array inputs disagrees with its scalar values (check alpha = 1 "
-             "inside arrays: use np.where, not if-statements).")
+    broadcasts_like_numpy(got, ref.speedup_general(alpha, K, 0.1, verify), "speedup_general",
+                          "(4,1,1), (1,9,1), a float and (1,1,3)", "alpha = 1")
 
 
 # ---------------------------------------------------------------- ngram_propose
