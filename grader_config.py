@@ -38,3 +38,18 @@ c.OverwriteCells.add_missing_cells = True
 # refuses network access, new processes, writes outside the learner's folder and reads of the
 # grading data. What it does and does not guarantee: coursekit/sandbox.py.
 c.Execute.kernel_manager_class = "coursekit.sandbox.SandboxKernelManager"
+
+# Hidden tests are judged in the grader's process, not in the learner's kernel: coursekit.judge
+# runs nbgrader's Execute for every cell, except that a graded cell calling
+# verdict("aNN.check_x", fn) runs the checker here and only the calls of the learner's fn in the
+# kernel. The rest of nbgrader's autograde pipeline is unchanged.
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades,
+)
+
+from coursekit.judge import JudgedExecute  # noqa: E402
+
+# nbgrader 0.9.6's own list, with JudgedExecute in the place of Execute (tests/test_judge.py checks it)
+c.Autograde.autograde_preprocessors = [JudgedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

@@ -16,8 +16,9 @@ grading kernel starts as `python -m coursekit.sandbox -f <connection file>` inst
    - processes: `os.fork`, `subprocess`, `os.system`, `os.exec*`, `os.posix_spawn`, `pty`;
    - writing, creating, renaming or deleting files outside the kernel's working folder (the
      learner's own autograded folder) and the temp folder;
-   - opening or listing the grading data at all: the gradebook, grades.csv, and the course root's
-     source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder;
+   - opening or listing the grading data at all: the gradebook, grades.csv, the course root's
+     source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder,
+     and the `solutions` package (references and checkers: coursekit.judge runs them outside);
      under parallel grading (`make grade`, coursekit.grade) the same for the main course root
      named by COURSE_SANDBOX_PROTECT, and its .grading/ folder of other learners' scratch roots.
    Every refusal is also appended to `.sandbox-refusals.log` in the working folder.
@@ -28,9 +29,9 @@ learners' work and the solutions; a runaway cell is stopped by the memory, CPU a
 limits or by nbgrader's per-cell timeout; an exit() ends only this kernel (nbgrader scores the
 rest as errors). What it does NOT guarantee: native code (ctypes, a compiled extension) is not
 subject to audit hooks and can bypass the Python-level rules, and as root the process limit does
-not apply (the kernel refuses os.fork instead). The checkers themselves must be importable, so
-reading solutions/checks is allowed; `make grade`'s integrity scan flags code that names them.
-For hostile cohorts, grade inside a disposable container or VM as well.
+not apply (the kernel refuses os.fork instead). No score depends on what the kernel's own Python
+concludes: hidden tests are judged in the grader's process (coursekit.judge). For hostile
+cohorts, grade inside a disposable container or VM as well.
 """
 from __future__ import annotations
 
@@ -105,6 +106,14 @@ def _warm_up() -> None:
         pass
 
 
+def _answer_packages() -> list[Path]:
+    """Where `solutions` (references and checkers) lives, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("solutions")
+    return [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+
+
 def install_rules(workdir: Path) -> None:
     workdir = workdir.resolve()
     temp = Path(os.environ.get("TMPDIR", "/tmp")).resolve()
@@ -113,6 +122,9 @@ def install_rules(workdir: Path) -> None:
     if os.environ.get("COURSE_SANDBOX_PROTECT"):  # parallel grading: the main course root too
         main_root = Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve()
         blocked += [main_root / name for name in (*GRADING_DATA, SCRATCH_ROOTS)]
+    # the references and checkers: the hidden tests are judged in the grader's process
+    # (coursekit.judge), so nothing in the kernel needs them
+    blocked += _answer_packages()
     log = workdir / ".sandbox-refusals.log"
     state = {"inside": False}
 

@@ -58,4 +58,7 @@ def toy_pair(device: str | torch.device = "cpu", close: bool = False) -> tuple[B
                           [0.0, 1.0, 0.0, 1.0]])
     if close:
         draft = (target + draft) / 2
-    return BigramModel(target).to(device).eval(), BigramModel(draft).to(device).eval()
+    pair = BigramModel(target).to(device).eval(), BigramModel(draft).to(device).eval()
+    for i, model in enumerate(pair):  # how grading rebuilds it in the learner's kernel (specdec.remote)
+        model.made_by = ("toy_pair", str(device), close, i)
+    return pair

@@ -22,7 +22,8 @@ def test_every_exercise_has_hidden_tests_and_points(a):
     for exercise in a.exercises:
         assert [c for c in a.hidden if c.exercise == exercise], f"{a.name}: no hidden test calls {exercise}"
     for cell in a.cells:
-        assert cell.points > 0, cell
+        # points only where the verdict is made outside the learner's kernel (coursekit.judge)
+        assert (cell.points > 0) == bool(cell.checker), cell
         assert cell.exercise in a.exercises, f"{cell.grade_id} tests {cell.exercise}, which no solution cell defines"
         # the graded results (coursekit.nbg) find a cell's exercise from its grade_id: it must agree
         assert CellResult(cell.grade_id, 0, 0).exercise == cell.exercise, cell.grade_id

@@ -57,6 +57,12 @@ def _short(value) -> str:
         return f"<array shape {value.shape}>"
     if isinstance(value, np.random.Generator):
         return "rng"
+    kind = type(value)
+    if kind.__module__.startswith("torch") or hasattr(value, "parameters"):  # tensors, generators, models
+        shape = getattr(value, "shape", None)
+        if shape is not None and hasattr(value, "tolist") and value.numel() <= 8:
+            return f"tensor({value.tolist()})"
+        return f"<{kind.__name__} shape {tuple(shape)}>" if shape is not None else f"<{kind.__name__}>"
     return repr(value)
 
 

@@ -17,6 +17,10 @@ import importlib
 from solutions.checks._common import CheckFailure
 
 
+INTERRUPTED = ("interrupted: checking this answer ran past the cell's time limit (an endless loop, or "
+               "far too slow an implementation).")
+
+
 def verdict(check: str, fn) -> str | None:
     module, name = check.rsplit(".", 1)
     checker = getattr(importlib.import_module(f"solutions.checks.{module}"), name)
@@ -25,8 +29,7 @@ def verdict(check: str, fn) -> str | None:
     except CheckFailure as failure:
         return str(failure)
     except KeyboardInterrupt:
-        return ("interrupted: checking this answer ran past the cell's time limit (an endless loop, or "
-                "far too slow an implementation).")
+        return INTERRUPTED
     except SystemExit:
         return "your code called exit() or sys.exit(), which stops the grader's kernel; return a value instead."
     except Exception as exc:  # noqa: BLE001 - a checker bug must not show the checker's code either

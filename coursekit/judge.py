@@ -1,0 +1,216 @@
+"""Hidden tests judged where the learner's code cannot reach them.
+
+grader_config.py puts `JudgedExecute` in the place of nbgrader's `Execute` in
+`Autograde.autograde_preprocessors`, so stock `nbgrader autograde` (and `make check`,
+`make grade`, which run it) executes every notebook through it. It runs each cell in the learner's
+kernel as `Execute` does, except a graded hidden test cell that calls
+`verdict("aNN.check_x", fn)` (coursekit.registry.verdict_call):
+
+1. the kernel runs `specdec.remote.serve(fn, ...)` instead of the cell's source: a loop that
+   answers calls of the learner's `fn` arriving over two named pipes;
+2. meanwhile this process (the grader's) runs the checker with `RemoteFunction`, a stand-in for
+   `fn` that sends each call's arguments to the kernel and returns what comes back (the return
+   value, the arguments as the function left them, or its exception);
+3. the checker's verdict, made here, becomes the cell's only output: nothing when it passed, an
+   AssertionError with the one-sentence hint when it did not, in the form nbgrader's scoring,
+   the feedback and `make check` read. Whatever the kernel printed or raised is dropped.
+
+So a kernel that rebinds `verdict`, patches the checkers' helpers or forges its outputs changes
+nothing: the checkers, the references and the expected values live in this process only, and the
+kernel only ever answers calls. It can answer them wrongly (its own grade), or stop answering:
+then the check fails with a hint that says so (a NameError when `fn` is undefined, the cell's time
+limit, a helper that was replaced). Values from the kernel are decoded with json and
+`numpy.load(allow_pickle=False)` only (specdec.remote).
+"""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import Execute
+
+from coursekit.registry import verdict_call
+from solutions.checks.run import INTERRUPTED, verdict
+from specdec import remote
+
+POLL_S = 0.2  # how often a waiting call looks whether the kernel's cell has ended
+
+
+class KernelStopped(BaseException):
+    """The kernel's cell ended without answering a call (a BaseException: learner-error handlers
+    in the checkers must not turn it into a hint about the learner's function)."""
+
+    def __init__(self, hint: str):
+        super().__init__(hint)
+        self.hint = hint
+
+
+class Channel:
+    """Two named pipes in a private folder: requests to the kernel, replies from it. This side
+    opens both read-write, so neither open blocks, whatever the kernel does."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="judge-"))
+        self.requests, self.replies = self.folder / "requests", self.folder / "replies"
+        os.mkfifo(self.requests, 0o600)
+        os.mkfifo(self.replies, 0o600)
+        self.wfd = os.open(self.requests, os.O_RDWR)
+        self.rfd = os.open(self.replies, os.O_RDWR)
+        self.ended = threading.Event()  # set when the kernel's cell has finished
+        self.stopped_hint = "the grader lost contact with your code while checking it."
+
+    def close(self):
+        os.close(self.wfd)
+        os.close(self.rfd)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _wait(self, fd: int, write: bool) -> None:
+        while True:
+            ready = select.select([], [fd], [], POLL_S)[1] if write else select.select([fd], [], [], POLL_S)[0]
+            if ready:
+                return
+            if self.ended.is_set():
+                raise KernelStopped(self.stopped_hint)
+
+    def send(self, message: dict) -> None:
+        payload = remote.frame(message)
+        view = memoryview(payload)
+        while view:
+            self._wait(self.wfd, write=True)
+            view = view[os.write(self.wfd, view[:65536]):]
+
+    def receive(self) -> dict:
+        self._wait(self.rfd, write=False)
+        header = self._read(8)
+        size = int.from_bytes(header, "little")
+        if size > remote.MAX_FRAME:
+            raise KernelStopped("your function returned more data than the grader accepts.")
+        return remote.unframe(self._read(size))
+
+    def _read(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            self._wait(self.rfd, write=False)
+            chunk = os.read(self.rfd, min(n, 1 << 20))
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+
+class RemoteFunction:
+    """Calls the learner's function in the kernel, like a local call: same return value, same
+    in-place changes to the arguments, same exception type and message."""
+
+    def __init__(self, channel: Channel, name: str):
+        self.channel, self.__name__ = channel, name
+
+    def __call__(self, *args, **kwargs):
+        try:
+            message = {"op": "call", "args": [remote.encode(a) for a in args],
+                       "kwargs": {k: remote.encode(v) for k, v in kwargs.items()}}
+        except TypeError as exc:
+            raise RuntimeError(f"checker bug: cannot send {exc} to the kernel") from None
+        self.channel.send(message)
+        reply = self.channel.receive()
+        try:
+            if "error" in reply:
+                name, text = (str(x)[:2000] for x in reply["error"])
+                failure = _exception(name, text)
+            else:
+                failure = None
+                for local, after in zip(args, reply["args"]):
+                    if after is not None:
+                        remote.update_in_place(local, remote.decode(after))
+                for key, after in reply["kwargs"].items():
+                    if key in kwargs and after is not None:
+                        remote.update_in_place(kwargs[key], remote.decode(after))
+                value = type(str(reply["opaque"])[:100], (), {})() if "opaque" in reply else remote.decode(reply["ok"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
+            raise KernelStopped("the grader could not read what your function returned "
+                                f"({type(exc).__name__}).") from None
+        if failure is not None:
+            raise failure
+        return value
+
+
+def _exception(name: str, text: str) -> BaseException:
+    """The learner's exception, rebuilt: a builtin type when it is one (so the checkers' handling
+    of ZeroDivisionError, NotImplementedError, exit() ... applies), else a stand-in of that name."""
+    import builtins
+
+    kind = getattr(builtins, name, None)
+    if isinstance(kind, type) and (issubclass(kind, Exception) or kind is SystemExit):
+        try:
+            return kind(text)
+        except Exception:  # noqa: BLE001 - a builtin with another signature
+            pass
+    return type(name if name.isidentifier() else "Exception", (Exception,), {})(text)
+
+
+def judge(check: str, fn_name: str, channel: Channel) -> str | None:
+    """The checker's verdict on the learner's function, reached through the channel."""
+    try:
+        return verdict(check, RemoteFunction(channel, fn_name))
+    except KernelStopped as stop:
+        return stop.hint
+    except BaseException as exc:  # noqa: BLE001 - never a pass, never a hang
+        return f"the grader could not check this answer ({type(exc).__name__}); please tell the instructor."
+    finally:
+        try:
+            channel.send({"op": "done"})  # the kernel's cell ends
+        except KernelStopped:
+            pass
+
+
+def _error_output(hint: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("error", ename="AssertionError", evalue=hint,
+                                  traceback=[f"\x1b[0;31mAssertionError\x1b[0m: {hint}"])
+
+
+class JudgedExecute(Execute):
+    """nbgrader's Execute, with graded hidden test cells judged in this process."""
+
+    def preprocess_cell(self, cell, resources, index):
+        judged = None
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            judged = verdict_call(cell.source)
+        if judged is None:
+            return super().preprocess_cell(cell, resources, index)
+        check, fn_name = judged
+        channel = Channel()
+        served = nbformat.NotebookNode(dict(cell, outputs=[], source=(
+            f"__import__('specdec.remote', fromlist=['serve']).serve({fn_name}, "
+            f"{str(channel.requests)!r}, {str(channel.replies)!r})")))
+        result: dict = {}
+        worker = threading.Thread(target=lambda: result.update(hint=judge(check, fn_name, channel)), daemon=True)
+        worker.start()
+        try:
+            served, resources = super().preprocess_cell(served, resources, index)
+        finally:
+            channel.stopped_hint = _stopped_hint(served.get("outputs", []), fn_name)
+            channel.ended.set()
+            worker.join()
+            channel.close()
+        if "hint" not in result:  # the judging thread itself failed: never a pass
+            result["hint"] = "the grader could not check this answer; please tell the instructor."
+        cell.outputs = [] if result["hint"] is None else [_error_output(result["hint"])]
+        cell.execution_count = served.get("execution_count")
+        self.nb.cells[index] = cell  # nbclient stored the served copy there; the notebook keeps the real cell
+        return cell, resources
+
+
+def _stopped_hint(outputs, fn_name: str) -> str:
+    """Why the kernel stopped answering, in the learner's terms, from the cell's own error."""
+    for out in outputs:
+        if out.get("output_type") == "error":
+            ename, evalue = str(out.get("ename", ""))[:100], str(out.get("evalue", ""))[:500]
+            if ename in ("KeyboardInterrupt", "CellTimeoutError"):
+                return INTERRUPTED
+            return f"the grader could not call `{fn_name}`: {ename}: {evalue}".rstrip(": ") + "."
+    return ("the grader lost contact with your code while checking it (did a cell replace the grader's "
+            "helper, specdec.remote?).")

@@ -1,0 +1,224 @@
+"""Hidden tests judged in the grader's process (coursekit.judge), the learner's function called in
+the kernel over a channel (specdec.remote): the values that cross arrive unchanged, nothing
+received is executed, a call through the channel gives the checker exactly what a local call
+gives (so the same verdict and hint), and a kernel that answers wrongly or stops answering fails
+its own check without hanging the grader. The whole path through stock nbgrader, with hostile
+submissions, is in test_corpus.py; every assignment's class graded through it is in test_grading.py.
+
+Here the "kernel" is a thread of this process serving over real named pipes.
+"""
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from coursekit import registry
+from coursekit.judge import Channel, KernelStopped, RemoteFunction, judge
+from solutions.checks.run import INTERRUPTED, verdict
+from specdec import remote
+from specdec.model import load
+from specdec.toy import toy_pair
+
+COURSE = registry.by_number()
+
+
+def _round_trip(value, models=False):
+    return remote.decode(json.loads(json.dumps(remote.encode(value))), models=models)
+
+
+def test_codec_keeps_every_value_and_its_type():
+    values = [None, True, 3, 2.5, float("nan"), "s", (1, 2.0), [1, [2]], {"rounds": 3, 1: (True,)},
+              np.arange(6.0).reshape(2, 3), np.array(0.5), np.float64(0.25), np.float32(0.5), np.int64(7),
+              np.bool_(True), np.array([1, 2], dtype=np.int32), np.zeros((0, 4)),
+              torch.tensor([1, 2, 3]), torch.tensor([[0.5, 1.5]], dtype=torch.float64), torch.tensor(True),
+              torch.tensor([1.0], dtype=torch.float16), torch.device("cpu")]
+    for value in values:
+        back = _round_trip(value)
+        assert type(back) is type(value), (value, back)
+        if isinstance(value, (np.ndarray, np.generic)):
+            assert back.dtype == value.dtype and back.shape == np.shape(value) and np.array_equal(back, value, equal_nan=True)
+        elif isinstance(value, torch.Tensor):
+            assert back.dtype == value.dtype and torch.equal(back, value)
+        elif isinstance(value, float) and value != value:
+            assert back != back
+        else:
+            assert back == value
+    assert torch.tensor([1.0]).requires_grad_(True).requires_grad == _round_trip(torch.tensor([1.0]).requires_grad_()).requires_grad
+
+
+def test_generators_cross_with_their_state():
+    rng = np.random.default_rng(5)
+    rng.random(3)
+    assert _round_trip(rng).random(4).tolist() == rng.random(4).tolist()
+    gen = torch.Generator().manual_seed(5)
+    torch.rand(3, generator=gen)
+    assert torch.equal(torch.rand(4, generator=_round_trip(gen)), torch.rand(4, generator=gen))
+
+
+def test_models_cross_by_how_they_were_made_and_only_towards_the_kernel():
+    target, draft = toy_pair("cpu", close=True)
+    ids = torch.tensor([[0, 1, 2, 3]])
+    assert torch.equal(_round_trip(draft, models=True)(ids), draft(ids))
+    shipped = load("draft", "cpu")
+    assert torch.equal(_round_trip(shipped, models=True)(ids), shipped(ids))
+    with pytest.raises(TypeError):  # the grader never builds anything the kernel describes
+        _round_trip(draft)
+    with pytest.raises(TypeError):
+        remote.decode({"t": "model", "v": ["os.system", "true"]}, models=True)
+
+
+def test_decoding_never_unpickles():
+    pickled = {"t": "nd", "v": remote._npy(np.zeros(2))}
+    import base64
+    import io
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    pickled["v"] = base64.b64encode(buf.getvalue()).decode()
+    with pytest.raises(ValueError):
+        remote.decode(pickled)
+    with pytest.raises(TypeError):
+        remote.encode(np.array([{"a": 1}], dtype=object))
+    with pytest.raises(TypeError):
+        remote.decode({"t": "pt", "v": remote._npy(np.zeros(1)), "dtype": "torch.load", "device": "cpu", "grad": False})
+
+
+class Kernel:
+    """A thread serving a function over a real channel, as the kernel's served cell does."""
+
+    def __init__(self, fn):
+        self.channel = Channel()
+        self.thread = threading.Thread(target=self._serve, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, fn):
+        try:
+            remote.serve(fn, str(self.channel.requests), str(self.channel.replies))
+        except KeyboardInterrupt:  # the time limit's interrupt ends the served cell
+            pass
+        finally:
+            self.channel.ended.set()
+
+    def close(self):
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the served loop did not end"
+        self.channel.close()
+
+
+def remote_verdict(check, fn):
+    kernel = Kernel(fn)
+    try:
+        return judge(check, fn.__name__, kernel.channel)
+    finally:
+        kernel.close()
+
+
+def _cases(numbers):
+    """Per exercise, every checker on the reference, the first catalogued correct answer and the
+    first catalogued wrong one."""
+    out = []
+    for nb in numbers:
+        a = COURSE[nb]
+        answers = a.answers()
+        for exercise in a.exercises:
+            fns = [getattr(a.reference(), exercise), *answers.CORRECT.get(exercise, [])[:1]]
+            fns += [next(fn for key, items in answers.WRONG.items() if a.exercise_of(key) == exercise
+                         for fn, _ in items)]
+            out += [(nb, cell.checker, fn) for cell in a.hidden_cells(exercise) for fn in fns]
+    return out
+
+
+@pytest.mark.parametrize("nb, check, fn", [
+    *_cases(["01", "02", "05"]),
+    *[pytest.param(*case, marks=pytest.mark.slow) for case in _cases(["03"])],
+], ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) else None))
+def test_a_call_through_the_channel_gets_the_local_verdict(nb, check, fn):
+    """Same return values, same in-place changes, same exceptions, same generator streams: the
+    checker reaches the same verdict and hint as when it calls the function itself."""
+    assert remote_verdict(check, fn) == verdict(check, fn)
+
+
+@pytest.mark.parametrize("check, exercise, wrong", [
+    ("a04.check_autoregressive_reproducible", "autoregressive_generate", "ar_global_rng"),
+    ("a04.check_speculative_reproducible", "speculative_generate", "spec_global_rng"),
+])
+def test_torch_generators_and_toy_models_cross_for_04(check, exercise, wrong):
+    """The toy models are rebuilt in the kernel, the seeded torch.Generator goes there with its
+    state: a correct answer reproduces its run, one that draws from torch's global generator
+    does not (in the kernel, whose global generator the checker does not reset: it still fails)."""
+    import tests.answers_04 as answers
+
+    assert remote_verdict(check, getattr(COURSE["04"].reference(), exercise)) is None
+    hint = remote_verdict(check, getattr(answers, wrong))
+    assert hint is not None and "`generator` argument" in hint, hint
+
+
+def test_a_kernel_that_stops_answering_fails_the_check_at_once():
+    channel = Channel()  # nothing serves it: the cell ended (a NameError, a replaced helper)
+    channel.stopped_hint = "the grader could not call `speedup`: NameError: name 'speedup' is not defined."
+    threading.Timer(0.3, channel.ended.set).start()
+    try:
+        assert judge("a02.check_speedup", "speedup", channel) == channel.stopped_hint
+    finally:
+        channel.close()
+
+
+def test_an_interrupted_kernel_gets_the_time_limit_hint():
+    def endless(alpha, K):
+        raise KeyboardInterrupt  # what the cell's time limit delivers in the kernel
+
+    kernel = Kernel(endless)
+    kernel.channel.stopped_hint = INTERRUPTED
+    try:
+        assert judge("a01.check_expected_tokens", "endless", kernel.channel) == INTERRUPTED
+    finally:
+        kernel.thread.join(30)
+        kernel.channel.close()
+
+
+def test_a_malformed_reply_fails_the_check():
+    channel = Channel()
+
+    def liar():
+        fd = os.open(channel.requests, os.O_RDONLY)
+        out = os.open(channel.replies, os.O_WRONLY)
+        remote.read_frame(fd)
+        remote.write_frame(out, {"ok": {"t": "model", "v": ["load", "target", "cpu"]}, "args": [], "kwargs": {}})
+        remote.read_frame(fd)  # the grader's "done"
+        os.close(fd), os.close(out)
+
+    thread = threading.Thread(target=liar, daemon=True)
+    thread.start()
+    try:
+        hint = judge("a01.check_expected_tokens", "expected_tokens", channel)
+        assert hint.startswith("the grader could not read what your function returned"), hint
+    finally:
+        thread.join(30)
+        channel.close()
+
+
+def test_the_learners_exceptions_keep_their_type():
+    def broken(alpha, K):
+        raise ZeroDivisionError("float division by zero")
+
+    hint = remote_verdict("a01.check_expected_tokens_edges", broken)
+    assert hint == verdict("a01.check_expected_tokens_edges", broken) and "ZeroDivisionError" in hint
+    with pytest.raises(KernelStopped):
+        raise KernelStopped("x")
+
+
+def test_autograde_runs_nbgraders_pipeline_with_judged_execute():
+    """grader_config.py keeps nbgrader's own autograde steps, in order, with JudgedExecute in the
+    place of Execute (so an nbgrader upgrade that changes the list fails here, not silently)."""
+    from nbgrader.converters.autograde import Autograde
+    from traitlets.config import Config
+
+    from coursekit.judge import JudgedExecute
+    from coursekit.paths import GRADER_CONFIG
+
+    c = Config()
+    exec(compile(GRADER_CONFIG.read_text(), str(GRADER_CONFIG), "exec"), {"get_config": lambda: c})
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    assert c.Autograde.autograde_preprocessors == [JudgedExecute if p.__name__ == "Execute" else p for p in default]
