@@ -168,7 +168,12 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
 
 
 def report(rows: list[Row]) -> str:
-    lines = ["| student | assignment | score | flags |", "|---|---|---|---|"]
+    from coursekit.sandbox import BWRAP, mode
+
+    how = mode()
+    lines = [f"Grading kernels ran under: {how}" + ("" if how == BWRAP else
+             " (bubblewrap is missing or cannot create namespaces here: native code is not contained)"), "",
+             "| student | assignment | score | flags |", "|---|---|---|---|"]
     for r in rows:
         score = "-" if r.score is None else f"{r.score:g} / {r.max_score:g}"
         lines.append(f"| {r.student} | {r.assignment} | {score} | {'; '.join(r.flags) or ''} |")

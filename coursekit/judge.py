@@ -54,8 +54,8 @@ class Channel:
     """Two named pipes in a private folder: requests to the kernel, replies from it. This side
     opens both read-write, so neither open blocks, whatever the kernel does."""
 
-    def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="judge-"))
+    def __init__(self, parent: Path | None = None):
+        self.folder = Path(tempfile.mkdtemp(prefix="judge-", dir=parent))
         self.requests, self.replies = self.folder / "requests", self.folder / "replies"
         os.mkfifo(self.requests, 0o600)
         os.mkfifo(self.replies, 0o600)
@@ -182,7 +182,8 @@ class JudgedExecute(Execute):
         if judged is None:
             return super().preprocess_cell(cell, resources, index)
         check, fn_name = judged
-        channel = Channel()
+        # under bubblewrap the kernel sees only its own folders: the pipes go in its private one
+        channel = Channel(getattr(self.km, "sandbox_folder", None))
         served = nbformat.NotebookNode(dict(cell, outputs=[], source=(
             f"__import__('specdec.remote', fromlist=['serve']).serve({fn_name}, "
             f"{str(channel.requests)!r}, {str(channel.replies)!r})")))

@@ -38,7 +38,11 @@ CONFIGS = (NBGRADER_CONFIG, GRADER_CONFIG)
 # (flag, pattern over the submission's code). A flag is a reason for a human to look, not a verdict.
 INTEGRITY = [
     ("reaches for the reference solutions or checkers",
-     re.compile(r"\bsolutions\b|checks\.a0|sys\.modules|__import__|importlib")),
+     re.compile(r"\bsolutions\b|checks\.a0|sys\.modules|__import__|importlib|\bverdict\b")),
+    # rebinding a library's or the course helpers' attribute (torch.multinomial = ..., specdec.remote.serve = ...):
+    # the learner's function runs among them in the kernel, so such a patch can change what it returns
+    ("patches the course's helpers or libraries",
+     re.compile(r"\b(specdec|torch|np|numpy|scipy|math|random)(\.\w+)+\s*=(?!=)|setattr\(\s*(specdec|torch|np|numpy)\b")),
     ("touches the gradebook", re.compile(r"gradebook")),
     ("opens a network connection", re.compile(r"\bsocket\b|urllib|http\.client|\brequests\b|httpx|ftplib|smtplib")),
     ("starts processes", re.compile(r"subprocess|os\.fork|os\.system|os\.spawn|os\.exec|os\.posix_spawn|multiprocessing|\bpty\b")),
@@ -105,10 +109,19 @@ def run(root: Path, *args: str, timeout: float | None = None, env: dict | None =
     """`nbgrader ARGS` in course root `root`; a run past `timeout` seconds returns exit status -9."""
     env = dict(os.environ, **(env or {}))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
-    try:
-        return subprocess.run([*NBGRADER, *args], cwd=root, capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        return subprocess.CompletedProcess(exc.cmd, returncode=-9, stdout="", stderr=f"timed out after {timeout:.0f} s")
+    # Output goes to files, not pipes: a process that a learner's native code left running holds
+    # nbgrader's stdout open, and reading a pipe to its end would wait for that process.
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        try:
+            proc = subprocess.run([*NBGRADER, *args], cwd=root, stdout=out, stderr=err, text=True, env=env,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            return subprocess.CompletedProcess(exc.cmd, returncode=-9, stdout="", stderr=f"timed out after {timeout:.0f} s")
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
 
 
 def scratch_root(dest: Path, source: Path = SOURCE, configs=CONFIGS, assignments=None, gradebook: Path | None = None,

@@ -3,7 +3,11 @@
 
 grader_config.py sets `c.Execute.kernel_manager_class` to `SandboxKernelManager`, so every
 grading kernel starts as `python -m coursekit.sandbox -f <connection file>` instead of
-`python -m ipykernel_launcher`. That launcher, before it starts the kernel:
+`python -m ipykernel_launcher`, and, where bubblewrap works (`mode()`), inside bubblewrap
+(`bwrap_command`: own mount, PID, IPC and network namespaces; the file system read-only; the
+grading data, references, checkers and source notebooks hidden; writable only the learner's
+folder, a private /tmp and a private folder for the kernel's sockets and the judge's pipes).
+That launcher, before it starts the kernel:
 
 1. sets resource limits (kernel and any child): address space LIMITS["memory"] bytes, CPU time
    LIMITS["cpu"] seconds (then the kernel is killed), files written at most LIMITS["file"]
@@ -27,8 +31,9 @@ What it guarantees: well-behaved Python code (including the learner's, the libra
 checkers') cannot reach the network, start processes, write outside its folder or read other
 learners' work and the solutions; a runaway cell is stopped by the memory, CPU and file-size
 limits or by nbgrader's per-cell timeout; an exit() ends only this kernel (nbgrader scores the
-rest as errors). What it does NOT guarantee: native code (ctypes, a compiled extension) is not
-subject to audit hooks and can bypass the Python-level rules, and as root the process limit does
+rest as errors). What it does NOT guarantee without bubblewrap: native code (ctypes, a compiled extension) is not
+subject to audit hooks and can bypass the Python-level rules (under bubblewrap it meets the
+same read-only, namespaced machine), and as root the process limit does
 not apply (the kernel refuses os.fork instead). No score depends on what the kernel's own Python
 concludes: hidden tests are judged in the grader's process (coursekit.judge). For hostile
 cohorts, grade inside a disposable container or VM as well.
@@ -55,6 +60,9 @@ PROCESS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "o
            "pty.spawn", "os.kill", "os.killpg"}
 FS_CHANGE = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link", "os.symlink",
              "os.truncate", "shutil.rmtree", "shutil.move", "os.utime"}
+# what /proc shows of another process that can hold secrets (libraries read others' stat, status)
+PRIVATE_PROC = {"environ", "cmdline", "mem", "maps", "smaps", "fd", "fdinfo", "cwd", "root", "exe", "auxv", "stack",
+                "syscall", "map_files", "task", "pagemap"}
 GRADING_DATA = ("gradebook.db", "grades.csv", "source", "submitted", "autograded", "feedback")
 SCRATCH_ROOTS = ".grading"  # where parallel grading puts each learner's scratch course root
 
@@ -68,11 +76,50 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
 
     autorestart = Bool(False, config=True, help="Restart a grading kernel that dies (no: report it).")
 
+    async def _async_pre_start_kernel(self, **kw):
+        """Under bubblewrap the kernel has its own network namespace, so it talks to the grader over
+        unix sockets (ZMQ's ipc transport) in a private folder that also holds its connection file;
+        nothing of other kernels (their connection files and keys) is visible to it."""
+        self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        if mode() == BWRAP:
+            import tempfile
+
+            self._private = Path(tempfile.mkdtemp(prefix="grading-kernel-"))
+            _seed_caches(self._private)
+            self.connection_file = str(self._private / "kernel.json")
+            self.transport = "ipc"
+            self.ip = str(self._private / "ipc")
+        return await super()._async_pre_start_kernel(**kw)
+
+    @property
+    def sandbox_folder(self) -> Path | None:
+        """The kernel's private folder under bubblewrap (writable inside and out), else None."""
+        return getattr(self, "_private", None)
+
+    async def _async_interrupt_kernel(self) -> None:
+        """Under bubblewrap, interrupt by message (ipykernel then sends SIGINT to itself): a SIGINT
+        to the process group would also reach bubblewrap, which would die and take the kernel with it."""
+        if self.sandbox_folder is None:
+            return await super()._async_interrupt_kernel()
+        self._connect_control_socket()
+        self.session.send(self._control_socket, self.session.msg("interrupt_request", content={}))
+
+    interrupt_kernel = _async_interrupt_kernel
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart)
+        if self.sandbox_folder is not None and not restart:
+            import shutil
+
+            shutil.rmtree(self.sandbox_folder, ignore_errors=True)
+
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         if "ipykernel_launcher" in cmd:
             i = cmd.index("ipykernel_launcher")
             cmd = [sys.executable, "-m", "coursekit.sandbox", *cmd[i + 1:]]
+        if mode() == BWRAP:
+            cmd = bwrap_command(cmd, getattr(self, "_workdir", Path.cwd()), self._private)
         return cmd
 
 
@@ -106,6 +153,96 @@ def _warm_up() -> None:
         pass
 
 
+BWRAP, AUDIT = "bubblewrap", "audit hook only"
+
+
+def mode() -> str:
+    """How grading kernels are sandboxed on this machine: BWRAP when bubblewrap can make its
+    namespaces here (COURSE_SANDBOX_BWRAP=0 turns it off; =1 makes its absence an error, as in
+    CI), else AUDIT (the Python-level rules alone)."""
+    import shutil
+    import subprocess
+
+    wanted = os.environ.get("COURSE_SANDBOX_BWRAP", "auto")
+    if wanted == "0":
+        return AUDIT
+    if "bwrap" not in _MODE:
+        exe = shutil.which("bwrap")
+        ok = bool(exe) and subprocess.run(
+            [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net",
+             "--unshare-ipc", "--die-with-parent", "true"], capture_output=True).returncode == 0
+        _MODE["bwrap"] = ok
+    if not _MODE["bwrap"] and wanted == "1":
+        raise RuntimeError("COURSE_SANDBOX_BWRAP=1 but bubblewrap is missing or cannot create namespaces here "
+                           "(Debian: apt-get install bubblewrap)")
+    return BWRAP if _MODE["bwrap"] else AUDIT
+
+
+_MODE: dict = {}
+
+
+def _course_roots(workdir: Path) -> list[Path]:
+    workdir = workdir.resolve()
+    roots = [workdir.parents[2]] if len(workdir.parents) > 2 and workdir.parents[1].name == "autograded" else []
+    if os.environ.get("COURSE_SANDBOX_PROTECT"):
+        roots.append(Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve())
+    return roots
+
+
+def hidden_paths(workdir: Path) -> list[Path]:
+    """What a grading kernel must not see: the grading data of its course root (and, under parallel
+    grading, of the main course root), the references and checkers, the repository's source
+    notebooks (the solutions), except the kernel's own folder."""
+    from coursekit.paths import SOURCE
+
+    workdir = workdir.resolve()
+    root = workdir.parents[2] if len(workdir.parents) > 2 else None  # <root>/autograded/<student>/<assignment>
+    paths = [root / name for name in GRADING_DATA] if root and (root / "autograded") in workdir.parents else []
+    if os.environ.get("COURSE_SANDBOX_PROTECT"):  # parallel grading: the main course root too
+        main_root = Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve()
+        paths += [main_root / name for name in (*GRADING_DATA, SCRATCH_ROOTS)]
+    return paths + _answer_packages() + [Path(SOURCE).resolve()]
+
+
+def bwrap_command(cmd: list[str], workdir: Path, private: Path) -> list[str]:
+    """`cmd` inside bubblewrap: its own mount, PID, IPC and network namespaces; the whole file
+    system read-only; an empty private /tmp; the grading data, references and checkers replaced by
+    empty folders (files by /dev/null); writable only the kernel's own folder and its private
+    socket folder. The kernel dies with the grader."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    args = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in [*hidden_paths(workdir), Path(jupyter_runtime_dir()).resolve()]:
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    args += ["--bind", str(workdir), str(workdir), "--bind", str(private), str(private),
+             "--setenv", "TMPDIR", "/tmp", "--setenv", "COURSE_SANDBOX_MODE", BWRAP,
+             "--setenv", "MPLCONFIGDIR", str(private / "matplotlib"), "--setenv", "IPYTHONDIR", str(private / "ipython"),
+             # ipykernel shuts down when its parent's pid changes; in its own PID namespace it always
+             # has (--die-with-parent ends it with the grader instead)
+             "--unsetenv", "JPY_PARENT_PID", "--chdir", str(workdir), "--"]
+    return args + cmd
+
+
+def _seed_caches(private: Path) -> None:
+    """A writable matplotlib folder for the kernel (home is read-only inside), seeded with this
+    machine's font cache so that no kernel rebuilds it."""
+    import shutil
+
+    folder = private / "matplotlib"
+    folder.mkdir()
+    try:
+        import matplotlib
+
+        for cached in Path(matplotlib.get_cachedir()).glob("fontlist-*.json"):
+            shutil.copy(cached, folder / cached.name)
+    except ImportError:
+        pass
+
+
 def _answer_packages() -> list[Path]:
     """Where `solutions` (references and checkers) lives, found without importing it."""
     import importlib.util
@@ -117,14 +254,10 @@ def _answer_packages() -> list[Path]:
 def install_rules(workdir: Path) -> None:
     workdir = workdir.resolve()
     temp = Path(os.environ.get("TMPDIR", "/tmp")).resolve()
-    root = workdir.parents[2] if len(workdir.parents) > 2 else None  # <root>/autograded/<student>/<assignment>
-    blocked = [root / name for name in GRADING_DATA] if root and (root / "autograded") in workdir.parents else []
-    if os.environ.get("COURSE_SANDBOX_PROTECT"):  # parallel grading: the main course root too
-        main_root = Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve()
-        blocked += [main_root / name for name in (*GRADING_DATA, SCRATCH_ROOTS)]
-    # the references and checkers: the hidden tests are judged in the grader's process
-    # (coursekit.judge), so nothing in the kernel needs them
-    blocked += _answer_packages()
+    # the references and checkers are among them: the hidden tests are judged in the grader's
+    # process (coursekit.judge), so nothing in the kernel needs them
+    blocked = hidden_paths(workdir)
+    roots = _course_roots(workdir)  # no writes there even when they lie under the temp folder
     log = workdir / ".sandbox-refusals.log"
     state = {"inside": False}
 
@@ -160,6 +293,8 @@ def install_rules(workdir: Path) -> None:
             return
         if event in NETWORK:
             refuse(f"network ({event})")
+        elif event == "os.kill" and args and args[0] == os.getpid():
+            return  # ipykernel interrupts itself this way (an interrupt_request under bubblewrap)
         elif event in PROCESS:
             refuse(f"starting processes ({event})")
         elif event in ("os.listdir", "os.scandir"):
@@ -174,7 +309,11 @@ def install_rules(workdir: Path) -> None:
                 isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
             if grading_data(path):
                 refuse(f"opening grading data ({path})")
-            if writing and not (inside(path, workdir) or inside(path, temp) or str(path).startswith("/dev/")):
+            if len(path.parts) > 3 and path.parts[1] == "proc" and path.parts[2].isdigit() \
+                    and int(path.parts[2]) != os.getpid() and path.parts[3] in PRIVATE_PROC:
+                refuse(f"reading another process ({path})")
+            in_temp = inside(path, temp) and not any(inside(path, r) for r in roots)
+            if writing and not (inside(path, workdir) or in_temp or str(path).startswith("/dev/")):
                 refuse(f"writing outside the learner's folder ({path})")
 
     sys.addaudithook(hook)

@@ -14,12 +14,15 @@ cells) scores 0 with a flag saying why; code that reaches for the solutions or c
 graded as written and flagged for the instructor.
 """
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from coursekit import sandbox
 from coursekit.grade import grade, report
 from coursekit.nbg import ScratchCourse
 from coursekit.registry import read as read_assignment
@@ -39,6 +42,15 @@ def _prepend(code):
     def edit(nb):
         _cells(nb, BROKEN)[0].source = code + "\n" + _cells(nb, BROKEN)[0].source
     return edit
+
+
+def _append(code):
+    def edit(nb):
+        _cells(nb, BROKEN)[0].source += "\n" + code
+    return edit
+
+
+WRONG_ANSWER = "def expected_tokens(alpha, K):\n    return 0.0  # wrong everywhere\n"
 
 
 def _set_test(grade_id, source):
@@ -81,9 +93,43 @@ NOTEBOOK_CASES = {
     "input_call": (_prepend("name = input('who are you? ')"), None, "no keyboard"),
     "sys_exit": (_prepend("import sys\nsys.exit(0)"), None, "sys.exit() in a cell"),
     "os_exit": (_prepend("import os\nos._exit(0)"), 0, "could not be graded"),
-    "imports_reference": (_prepend("from solutions.reference.a01_acceptance_chain import *"), FULL, "reference solutions"),
-    "reads_checkers": (_prepend("import solutions.checks.a01 as spy\nsource = open(spy.__file__).read()"), FULL,
+    # The references and checkers are not readable from a grading kernel (the checkers run in the
+    # grader's process): the import fails, so the cell that tried loses its exercise.
+    "imports_reference": (_prepend("from solutions.reference.a01_acceptance_chain import *"), None, "reference solutions"),
+    "reads_checkers": (_prepend("import solutions.checks.a01 as spy\nsource = open(spy.__file__).read()"), None,
                        "reference solutions"),
+    # Issue 14: what the kernel rebinds cannot change a verdict made in the grader's process. Each
+    # of these also has a wrong expected_tokens, which must still lose its points.
+    "rebinds_verdict": (_append(
+        "import sys\nfor _m in list(sys.modules.values()):\n    try:\n        _m.verdict = lambda *a, **k: None\n"
+        "    except Exception:\n        pass\n" + WRONG_ANSWER), None, "reference solutions"),
+    "patches_checkers": (_append(
+        "try:\n    import solutions.checks._common as _c\n    _c.close = lambda *a, **k: True\n"
+        "    _c.fail = lambda *a, **k: None\nexcept Exception:\n    pass\n" + WRONG_ANSWER), None, "reference solutions"),
+    "patches_libraries": (_append(
+        "import numpy as np\nnp.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n" + WRONG_ANSWER),
+        None, "patches the course's helpers"),
+    # Issue 14, below Python. The course root of these tests lies under /tmp, as a CI clone's may.
+    "writes_course_root": (_prepend("from pathlib import Path\n# graded two at a time: <root>/.grading/<student>/autograded/<student>/<assignment>\n"
+                                    "open(Path.cwd().parents[4] / 'pwned-root', 'w').write('x')"),
+                           None, "refused by the grading sandbox"),
+    "writes_other_learner": (_prepend(
+        "from pathlib import Path\n# graded two at a time, each learner in <root>/.grading/<student>/\n"
+        "open(Path.cwd().parents[4] / '.grading' / 'good' / 'pwned-other', 'w').write('x')"), None,
+        "refused by the grading sandbox"),
+    "reads_parent_environ": (_prepend("import os\nleak = open(f'/proc/{os.getppid()}/environ', 'rb').read()"), None,
+                             "refused by the grading sandbox"),
+    # Native code is invisible to the audit hook: under bubblewrap the write meets a read-only
+    # course and the process dies with the kernel's PID namespace; under the fallback both happen
+    # (the integrity report names them, test_native_code_is_contained_by_bubblewrap_only).
+    "ctypes_write": (_prepend(
+        "import ctypes\nfrom pathlib import Path\n_libc = ctypes.CDLL(None)\n"
+        "_fd = _libc.open(str(Path.cwd().parents[4] / 'ctypes-escape').encode(), 0o101, 0o644)  # the course root\n"
+        "_fd >= 0 and _libc.close(_fd)"), FULL, "native code"),
+    "leaves_process": (_prepend("import ctypes\nctypes.CDLL(None).system(b'sleep 4321 &')"), FULL, "native code"),
+    # Replacing the kernel's side of the channel fails closed: no hidden test can reach an answer.
+    "replaces_serve": (_append("import specdec.remote\nspecdec.remote.serve = lambda *a, **k: None"),
+                       read_assignment(A).points("accepted_pmf"), "patches the course's helpers"),
     "writes_outside": (_prepend("open('/etc/course-pwned', 'w').write('x')"), None, "refused by the grading sandbox"),
     "writes_gradebook": (_prepend("open('../../../gradebook.db', 'w').write('all A')"), None, "gradebook"),
     "network": (_prepend("import socket\nsocket.create_connection(('10.255.255.1', 80), timeout=3)"), None,
@@ -106,8 +152,38 @@ FILE_CASES = {  # student: (file name, bytes, expected score, phrase)
 }
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def _bubblewrap():
+    """This module grades the corpus under bubblewrap (CI insists on it: COURSE_SANDBOX_BWRAP=1);
+    test_corpus_fallback.py grades it under the audit-hook fallback, in its own module so that
+    pytest-xdist runs the two side by side."""
+    try:
+        has_bwrap = sandbox.mode() == sandbox.BWRAP
+    except RuntimeError as exc:
+        raise pytest.UsageError(str(exc))
+    return sandbox.BWRAP if has_bwrap else pytest.param(sandbox.BWRAP, marks=pytest.mark.skip(
+        reason="bubblewrap is missing or cannot create namespaces here (Debian: apt-get install bubblewrap)"))
+
+
+def graded_corpus(mode, tmp_path_factory):
+    """The corpus graded with grading kernels under `mode` (a generator for a module fixture)."""
+    saved = os.environ.get("COURSE_SANDBOX_BWRAP")
+    os.environ["COURSE_SANDBOX_BWRAP"] = "1" if mode == sandbox.BWRAP else "0"
+    try:
+        yield _grade_corpus(tmp_path_factory, mode)
+    finally:
+        if saved is None:
+            os.environ.pop("COURSE_SANDBOX_BWRAP", None)
+        else:
+            os.environ["COURSE_SANDBOX_BWRAP"] = saved
+        subprocess.run(["pkill", "-f", "sleep 4321"], capture_output=True)  # what the fallback let escape
+
+
+@pytest.fixture(scope="module", params=[_bubblewrap()], ids=["bubblewrap"])
+def corpus(request, tmp_path_factory):
+    yield from graded_corpus(request.param, tmp_path_factory)
+
+
+def _grade_corpus(tmp_path_factory, mode):
     root = tmp_path_factory.mktemp("corpus-root")
     course = ScratchCourse(root)
     # A 10 s cell limit instead of 60 s keeps the endless loop cheap; nothing else changes.
@@ -142,9 +218,11 @@ def corpus(tmp_path_factory):
     again = ["good", "memory_blowup", "hunts_gradebooks"]
     runs += [{r.student: r for r in grade(root, [A], again, jobs=jobs)} for jobs in (1, 2)]
     text = report(list(runs[0].values()))
-    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
-    ARTIFACT.write_text(text)  # the corpus run's summary and integrity report, for the record
-    return dict(root=root, alone=alone, runs=runs, report=text)
+    artifact = ARTIFACT.with_name(f"corpus-report-{'bubblewrap' if mode == sandbox.BWRAP else 'fallback'}.md")
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    artifact.write_text(text)  # the corpus run's summary and integrity report, for the record
+    escaped = subprocess.run(["pgrep", "-f", "sleep 4321"], capture_output=True, text=True).stdout.split()
+    return dict(root=root, alone=alone, runs=runs, report=text, mode=mode, escaped_processes=escaped)
 
 
 def test_every_submission_was_graded_and_the_run_finished(corpus):
@@ -173,17 +251,29 @@ def test_score_and_explanation(corpus, student):
         assert phrase in "; ".join(row.flags + row.integrity), (row.flags, row.integrity)
 
 
+def test_a_replaced_channel_fails_every_hidden_test_with_a_hint_that_says_so(corpus):
+    """Every hidden test after the cell that replaced it (those of expected_tokens and simulate_tokens)."""
+    row = corpus["runs"][0]["replaces_serve"]
+    after = [c for c in row.cells if c.exercise != "accepted_pmf"]
+    assert after and all(c.score == 0 and "lost contact" in c.hint for c in after), [(c.grade_id, c.hint) for c in after]
+
+
 def test_integrity_report_names_each_attempt(corpus):
     text = corpus["report"].split("## Integrity report")[1]
     expected = {"imports_reference": "reference solutions", "reads_checkers": "reference solutions",
                 "writes_gradebook": "gradebook", "network": "network", "fork_bomb": "processes",
                 "writes_outside": "absolute or parent path", "sys_exit": "exits the kernel",
+                "rebinds_verdict": "reference solutions", "patches_libraries": "patches the course's helpers",
+                "ctypes_write": "native code", "leaves_process": "native code",
                 "os_exit": "exits the kernel", "input_call": "keyboard input"}
     for student, phrase in expected.items():
         line = next((ln for ln in text.splitlines() if ln.startswith(f"- {student} / {A}")), "")
         assert phrase in line, (student, text)
     # What the sandbox refused at run time is reported too, including refusals the code caught.
     refused = {"hunts_gradebooks": "opening grading data", "writes_gradebook": "opening grading data",
+               "writes_course_root": "writing outside", "writes_other_learner": "grading data",
+               "reads_parent_environ": "reading another process",
+               "patches_checkers": "grading data", "imports_reference": "grading data",
                "writes_outside": "writing outside", "network": "network", "fork_bomb": "starting processes"}
     for student, kind in refused.items():
         line = next((ln for ln in text.splitlines() if ln.startswith(f"- {student} / {A}")), "")
@@ -198,6 +288,21 @@ def test_nothing_escaped_the_sandbox(corpus):
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         assert gb.find_submission(A, "good").score == FULL
+
+
+def test_native_code_is_contained_by_bubblewrap_only(corpus):
+    """ctypes bypasses the audit hook: under bubblewrap its write meets a read-only course and its
+    background process dies with the kernel's PID namespace; under the fallback both get through,
+    and the report says which sandbox graded the run."""
+    root = corpus["root"]
+    escapes = [p for p in (root / "ctypes-escape",) if p.exists()]
+    if corpus["mode"] == sandbox.BWRAP:
+        assert not escapes and not corpus["escaped_processes"], (escapes, corpus["escaped_processes"])
+        assert corpus["report"].startswith("Grading kernels ran under: bubblewrap\n")
+    else:
+        assert corpus["report"].startswith("Grading kernels ran under: audit hook only (")
+    for p in escapes:
+        p.unlink()
 
 
 def test_grading_is_deterministic_serial_or_parallel(corpus):

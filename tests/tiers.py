@@ -25,7 +25,8 @@ import pytest
 
 SLOW_MODULES = {
     "test_browser",  # JupyterLab and Chromium
-    "test_corpus",  # a cohort of hostile submissions graded three times
+    "test_corpus",  # a cohort of hostile submissions graded three times (under bubblewrap)
+    "test_corpus_fallback",  # the same under the audit hook alone
     "test_grading",  # every assignment graded end to end (the `graded` fixture)
     "test_sandbox",  # real grading kernels, a CPU-time limit run out
     "test_practice",  # notebook 05's proposers and timings on the shipped pair
