@@ -17,7 +17,7 @@ lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your
 	$(BIN)/python -m coursekit.lab workspace --port=$(PORT)
 
 test: $(STAMP) ## set up and run the whole test suite (its modules on up to 4 CPUs at once)
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile --durations=15
 
 test-fast: $(STAMP) ## the inner loop, under 2 minutes: checkers, helpers, model, sync, leaks, one small nbgrader run
 	$(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses 4 --dist loadfile
