@@ -211,8 +211,15 @@ def bwrap_command(cmd: list[str], workdir: Path, private: Path) -> list[str]:
     socket folder. The kernel dies with the grader."""
     from jupyter_core.paths import jupyter_runtime_dir
 
+    from coursekit.paths import REPO
+
     args = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # a checkout (and its .venv) under /tmp, as a CI clone may be: back in, read-only, before the hiding
+    temp = Path("/tmp").resolve()
+    for keep in dict.fromkeys([Path(REPO).resolve(), Path(sys.prefix).resolve()]):
+        if temp in keep.parents:
+            args += ["--ro-bind", str(keep), str(keep)]
     for path in [*hidden_paths(workdir), Path(jupyter_runtime_dir()).resolve()]:
         if path.is_dir():
             args += ["--tmpfs", str(path)]
