@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from coursekit import registry
-from coursekit.judge import Channel, KernelStopped, RemoteFunction, judge
+from coursekit.judge import Channel, judge
 from solutions.checks.run import INTERRUPTED, verdict
 from specdec import remote
 from specdec.model import load
@@ -46,7 +46,7 @@ def test_codec_keeps_every_value_and_its_type():
             assert back != back
         else:
             assert back == value
-    assert torch.tensor([1.0]).requires_grad_(True).requires_grad == _round_trip(torch.tensor([1.0]).requires_grad_()).requires_grad
+    assert _round_trip(torch.tensor([1.0]).requires_grad_()).requires_grad
 
 
 def test_generators_cross_with_their_state():
@@ -205,8 +205,6 @@ def test_the_learners_exceptions_keep_their_type():
 
     hint = remote_verdict("a01.check_expected_tokens_edges", broken)
     assert hint == verdict("a01.check_expected_tokens_edges", broken) and "ZeroDivisionError" in hint
-    with pytest.raises(KernelStopped):
-        raise KernelStopped("x")
 
 
 def test_autograde_runs_nbgraders_pipeline_with_judged_execute():
