@@ -31,6 +31,11 @@ c.LimitOutput.max_traceback = 30
 c.IgnorePattern.pattern = r"(?i)warning"
 c.IgnorePattern.enabled = True
 
+# The Validate button (and `nbgrader validate`) checks every code cell, not only graded ones: the
+# visible tests are read-only cells worth no points (their exercise's points sit on the hidden
+# tests, judged outside the kernel), so without this a blank notebook validated as "Success".
+c.Validator.validate_all = True
+
 # A learner who deletes a graded cell gets it back (scored normally) instead of a None score.
 c.OverwriteCells.add_missing_cells = True
 

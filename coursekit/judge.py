@@ -20,7 +20,8 @@ nothing: the checkers, the references and the expected values live in this proce
 kernel only ever answers calls. It can answer them wrongly (its own grade), or stop answering:
 then the check fails with a hint that says so (a NameError when `fn` is undefined, the cell's time
 limit, a helper that was replaced). Values from the kernel are decoded with json and
-`numpy.load(allow_pickle=False)` only (specdec.remote).
+`numpy.frombuffer` of plain numeric dtypes only (specdec.remote). A checker's loop of calls
+travels as one batch (`RemoteFunction.many`, used by `solutions.checks._common.call_many`).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import select
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -116,26 +118,64 @@ class RemoteFunction:
         except TypeError as exc:
             raise RuntimeError(f"checker bug: cannot send {exc} to the kernel") from None
         self.channel.send(message)
-        reply = self.channel.receive()
-        try:
-            if "error" in reply:
-                name, text = (str(x)[:2000] for x in reply["error"])
-                failure = _exception(name, text)
-            else:
-                failure = None
-                for local, after in zip(args, reply["args"]):
-                    if after is not None:
-                        remote.update_in_place(local, remote.decode(after))
-                for key, after in reply["kwargs"].items():
-                    if key in kwargs and after is not None:
-                        remote.update_in_place(kwargs[key], remote.decode(after))
-                value = type(str(reply["opaque"])[:100], (), {})() if "opaque" in reply else remote.decode(reply["ok"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
-            raise KernelStopped("the grader could not read what your function returned "
-                                f"({type(exc).__name__}).") from None
+        value, failure = _unpack(self.channel.receive(), args, kwargs)
         if failure is not None:
             raise failure
         return value
+
+    def many(self, calls: list) -> tuple[list, tuple | None]:
+        """The calls [(args, kwargs), ...] in order, in one exchange with the kernel: what a loop of
+        local calls returns, with each call's in-place changes made to its own arguments and the
+        shared generators advanced. Returns (values, None), or (values before the failing call,
+        (its index, its exception))."""
+        calls = [(tuple(args), dict(kwargs)) for args, kwargs in calls]
+        try:
+            message, shared = remote.encode_calls(calls)
+        except TypeError as exc:
+            raise RuntimeError(f"checker bug: cannot send {exc} to the kernel") from None
+        self.channel.send(message)
+        reply = self.channel.receive()
+        values = []
+        try:
+            items = reply["many"]
+            if not isinstance(items, list) or not items and calls or len(items) > len(calls):
+                raise ValueError("a reply for each call")
+            for (args, kwargs), item in zip(calls, items):
+                value, failure = _unpack(item, args, kwargs)
+                if failure is not None:
+                    return values, (len(values), failure)
+                values.append(value)
+            if len(values) < len(calls):
+                raise ValueError("a reply for each call")
+            for local, after in zip(shared, reply["shared"]):
+                if after is not None:
+                    remote.update_in_place(local, remote.decode(after))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
+            raise KernelStopped(_UNREADABLE.format(type(exc).__name__)) from None
+        return values, None
+
+
+_UNREADABLE = "the grader could not read what your function returned ({})."
+
+
+def _unpack(reply: dict, args, kwargs):
+    """(value, None) or (None, the learner's exception) from one call's reply; its in-place
+    changes made to the local arguments."""
+    try:
+        if "error" in reply:
+            name, text = (str(x)[:2000] for x in reply["error"])
+            return None, _exception(name, text)
+        for local, after in zip(args, reply["args"]):
+            if after is not None:
+                remote.update_in_place(local, remote.decode(after))
+        for key, after in reply["kwargs"].items():
+            if key in kwargs and after is not None:
+                remote.update_in_place(kwargs[key], remote.decode(after))
+        if "opaque" in reply:
+            return type(str(reply["opaque"])[:100], (), {})(), None
+        return remote.decode(reply["ok"]), None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
+        raise KernelStopped(_UNREADABLE.format(type(exc).__name__)) from None
 
 
 def _exception(name: str, text: str) -> BaseException:
@@ -189,6 +229,7 @@ class JudgedExecute(Execute):
             f"{str(channel.requests)!r}, {str(channel.replies)!r})")))
         result: dict = {}
         worker = threading.Thread(target=lambda: result.update(hint=judge(check, fn_name, channel)), daemon=True)
+        started = time.monotonic()
         worker.start()
         try:
             served, resources = super().preprocess_cell(served, resources, index)
@@ -199,6 +240,8 @@ class JudgedExecute(Execute):
             channel.close()
         if "hint" not in result:  # the judging thread itself failed: never a pass
             result["hint"] = "the grader could not check this answer; please tell the instructor."
+        self.log.info("Judged %s (%s) in %.1f s: %s", cell.metadata["nbgrader"].get("grade_id"), check,
+                      time.monotonic() - started, "passed" if result["hint"] is None else "failed")
         cell.outputs = [] if result["hint"] is None else [_error_output(result["hint"])]
         cell.execution_count = served.get("execution_count")
         self.nb.cells[index] = cell  # nbclient stored the served copy there; the notebook keeps the real cell

@@ -10,7 +10,8 @@ only fails its own check.
 This module holds no answer and no expected value: a codec for the values that cross (numbers,
 strings, lists, tuples, dicts, numpy arrays and scalars, torch tensors and devices, numpy and torch
 random generators, and the course's models by how they were made) and the loop that serves calls.
-Both sides decode with `json` and `numpy.load(allow_pickle=False)`: nothing received is executed.
+Both sides decode with `json` and `numpy.frombuffer` (plain numeric dtypes only): nothing
+received is executed.
 
 A call's reply carries the return value, the arguments as the function left them (so the checker
 sees in-place changes, and generators advanced, as with a local call), or the exception's type
@@ -19,10 +20,10 @@ name and message.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
 import struct
+import sys
 import warnings
 
 import numpy as np
@@ -33,19 +34,35 @@ _MODELS: dict = {}  # the kernel's models, built once per description
 
 # ---------------------------------------------------------------- codec
 
-def _npy(array: np.ndarray) -> str:
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(array, order="C"), allow_pickle=False)  # (ascontiguousarray would make 0-d arrays 1-d)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+PLAIN_KINDS = "biufc"  # bool, integers, floats, complex: the only dtypes that cross
 
 
-def _from_npy(text: str) -> np.ndarray:
-    return np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
+def _npy(array: np.ndarray) -> list:
+    """[dtype, shape, base64 of the raw bytes]: cheap both ways (np.save's header costs more
+    than a small array), and nothing in it is ever executed."""
+    a = np.asarray(array)
+    if a.dtype.kind not in PLAIN_KINDS:
+        raise TypeError(f"a numpy array of dtype {a.dtype}")
+    return [a.dtype.str, list(a.shape), base64.b64encode(a.tobytes(order="C")).decode("ascii")]
+
+
+def _from_npy(value) -> np.ndarray:
+    dtype_str, shape, text = value
+    dtype = np.dtype(str(dtype_str))
+    if dtype.kind not in PLAIN_KINDS or dtype.hasobject or dtype.fields:
+        raise TypeError(f"an array of dtype {dtype}")
+    return np.frombuffer(base64.b64decode(text), dtype=dtype).reshape(tuple(int(n) for n in shape)).copy()
+
+
+def _torch():
+    """torch, when this process has imported it: otherwise no value can be a tensor, and a
+    kernel grading 01-03 does not pay for importing it."""
+    return sys.modules.get("torch")
 
 
 def encode(obj):
     """A JSON-ready description of obj; TypeError for anything outside the codec."""
-    import torch
+    torch = _torch()
 
     if isinstance(obj, np.generic):  # before float: np.float64 is a float
         return {"t": "np", "v": _npy(np.asarray(obj))}
@@ -58,21 +75,19 @@ def encode(obj):
     if isinstance(obj, dict):
         return {"t": "dict", "v": [[encode(k), encode(v)] for k, v in obj.items()]}
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            raise TypeError("a numpy array of Python objects")
         return {"t": "nd", "v": _npy(obj)}
-    if isinstance(obj, torch.Tensor):
+    if isinstance(obj, np.random.Generator):
+        return {"t": "rng", "v": obj.bit_generator.state}
+    if torch is not None and isinstance(obj, torch.Tensor):
         t = obj.detach().cpu()
         dtype = str(t.dtype)
         if t.dtype == torch.bfloat16:
             t = t.float()
         return {"t": "pt", "v": _npy(t.numpy()), "dtype": dtype, "device": str(obj.device),
                 "grad": bool(obj.requires_grad)}
-    if isinstance(obj, torch.device):
+    if torch is not None and isinstance(obj, torch.device):
         return {"t": "device", "v": str(obj)}
-    if isinstance(obj, np.random.Generator):
-        return {"t": "rng", "v": obj.bit_generator.state}
-    if isinstance(obj, torch.Generator):
+    if torch is not None and isinstance(obj, torch.Generator):
         return {"t": "tgen", "v": _npy(obj.get_state().numpy()), "device": str(obj.device)}
     made = getattr(obj, "made_by", None)
     if isinstance(made, tuple):
@@ -83,8 +98,6 @@ def encode(obj):
 def decode(data, models: bool = False):
     """The value `encode` described. models=True (the kernel's side only) rebuilds the course's
     models from their description; the grader never accepts one."""
-    import torch
-
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):  # only inside a tagged container
@@ -100,6 +113,8 @@ def decode(data, models: bool = False):
         return _from_npy(value)
     if kind == "np":
         return _from_npy(value)[()]
+    if kind in ("pt", "device", "tgen"):
+        import torch
     if kind == "pt":
         dtype = getattr(torch, data["dtype"].removeprefix("torch."))
         if not isinstance(dtype, torch.dtype):
@@ -141,7 +156,7 @@ def _model(made_by: tuple):
 
 def update_in_place(local, after) -> None:
     """Make a local argument look as the function left its copy (the grader's side)."""
-    import torch
+    torch = _torch() or type("no_torch", (), {"Tensor": (), "Generator": ()})
 
     if isinstance(local, np.ndarray) and isinstance(after, np.ndarray) and after.shape == local.shape:
         np.copyto(local, after, casting="unsafe")
@@ -198,14 +213,84 @@ def read_frame(fd: int) -> dict:
 
 def _encode_or_none(obj):
     """An argument as the function left it, for the kinds a function can change in place."""
-    import torch
-
-    if not isinstance(obj, (np.ndarray, list, dict, torch.Tensor, np.random.Generator, torch.Generator)):
+    torch = _torch()
+    kinds = (np.ndarray, list, dict, np.random.Generator) + ((torch.Tensor, torch.Generator) if torch else ())
+    if not isinstance(obj, kinds):
         return None
     try:
         return encode(obj)
     except TypeError:
         return None
+
+
+def _shareable(obj) -> bool:
+    """Objects a batch of calls shares, as a loop of local calls would: random generators (each
+    call advances them) and the course's models."""
+    torch = _torch()
+    kinds = (np.random.Generator,) + ((torch.Generator,) if torch else ())
+    return isinstance(obj, kinds) or isinstance(getattr(obj, "made_by", None), tuple)
+
+
+def encode_calls(calls) -> dict:
+    """A batch of calls [(args, kwargs), ...] as one message. A generator or model passed to
+    several calls is sent once and shared by them in the kernel; every other argument is decoded
+    afresh for each call."""
+    shared, index = [], {}
+
+    def arg(value):
+        if not _shareable(value):
+            return encode(value)
+        if id(value) not in index:
+            index[id(value)] = len(shared)
+            shared.append(value)
+        return {"t": "ref", "v": index[id(value)]}
+
+    body = [[[arg(a) for a in args], {k: arg(v) for k, v in kwargs.items()}] for args, kwargs in calls]
+    return {"op": "many", "shared": [encode(v) for v in shared], "calls": body}, shared
+
+
+def _call(fn, args, kwargs, sent_args, sent_kwargs) -> dict:
+    """One call's reply: its value (or exception), and each argument the call changed."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the checker decides what the error means
+        return {"error": [type(exc).__name__, str(exc)[:2000]]}
+    try:
+        reply = {"ok": encode(result)}
+    except TypeError:  # the checker says what it expected instead
+        reply = {"opaque": type(result).__name__}
+
+    def after(value, sent):
+        if isinstance(sent, dict) and sent.get("t") == "ref":  # shared: reported once, after the batch
+            return None
+        now = _encode_or_none(value)
+        return None if now is None or now == sent else now
+
+    reply["args"] = [after(a, sent) for a, sent in zip(args, sent_args)]
+    reply["kwargs"] = {k: after(v, sent_kwargs[k]) for k, v in kwargs.items()}
+    return reply
+
+
+def _many(fn, message: dict) -> dict:
+    """A batch of calls in order, stopping after the first that raises; then the shared
+    generators as the calls left them."""
+    shared = [decode(v, models=True) for v in message["shared"]]
+
+    def arg(data):
+        return shared[int(data["v"])] if isinstance(data, dict) and data.get("t") == "ref" else decode(data, models=True)
+
+    replies = []
+    for sent_args, sent_kwargs in message["calls"]:
+        args = [arg(a) for a in sent_args]
+        kwargs = {k: arg(v) for k, v in sent_kwargs.items()}
+        replies.append(_call(fn, args, kwargs, sent_args, sent_kwargs))
+        if "error" in replies[-1]:
+            break
+    return {"many": replies, "shared": [_encode_or_none(v) if not hasattr(v, "made_by") else None for v in shared]}
 
 
 def serve(fn, requests: str, replies: str) -> None:
@@ -217,24 +302,12 @@ def serve(fn, requests: str, replies: str) -> None:
             message = read_frame(rfd)
             if message["op"] == "done":
                 return
+            if message["op"] == "many":
+                write_frame(wfd, _many(fn, message))
+                continue
             args = [decode(a, models=True) for a in message["args"]]
             kwargs = {k: decode(v, models=True) for k, v in message["kwargs"].items()}
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    result = fn(*args, **kwargs)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - the checker decides what the error means
-                write_frame(wfd, {"error": [type(exc).__name__, str(exc)[:2000]]})
-                continue
-            try:
-                reply = {"ok": encode(result)}
-            except TypeError:  # the checker says what it expected instead
-                reply = {"opaque": type(result).__name__}
-            reply["args"] = [_encode_or_none(a) for a in args]
-            reply["kwargs"] = {k: _encode_or_none(v) for k, v in kwargs.items()}
-            write_frame(wfd, reply)
+            write_frame(wfd, _call(fn, args, kwargs, message["args"], message["kwargs"]))
     finally:
         os.close(rfd)
         os.close(wfd)

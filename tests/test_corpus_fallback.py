@@ -1,13 +1,26 @@
 """The hostile corpus of test_corpus.py, graded under the audit-hook fallback (the grading sandbox
-on a machine without bubblewrap): the same submissions and the same tests, in a module of its own
-so that pytest-xdist grades it beside the bubblewrap run."""
+on a machine without bubblewrap), in a module of its own so that pytest-xdist grades it beside
+the bubblewrap run. Where bubblewrap works, only the learners whose outcome depends on the
+sandbox layer (SANDBOX_CASES) are graded here; where it does not, test_corpus.py is skipped and
+this module grades the whole corpus."""
 import pytest
 
 from coursekit import sandbox
 from tests.test_corpus import *  # noqa: F401,F403 - the same tests, collected here too
-from tests.test_corpus import graded_corpus
+from tests.test_corpus import ALL_CASES, SANDBOX_CASES, assert_score_and_explanation, graded_corpus, has_bubblewrap
+
+STUDENTS = SANDBOX_CASES if has_bubblewrap() else ALL_CASES
 
 
 @pytest.fixture(scope="module", params=[sandbox.AUDIT], ids=["fallback"])
 def corpus(request, tmp_path_factory):
-    yield from graded_corpus(request.param, tmp_path_factory)
+    yield from graded_corpus(request.param, tmp_path_factory, STUDENTS)
+
+
+@pytest.mark.parametrize("student", STUDENTS)
+def test_score_and_explanation(corpus, student):
+    assert_score_and_explanation(corpus, student)
+
+
+if "replaces_serve" not in STUDENTS:  # graded, and this test run, in test_corpus.py under bubblewrap
+    del test_a_replaced_channel_fails_every_hidden_test_with_a_hint_that_says_so  # noqa: F821

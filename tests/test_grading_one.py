@@ -5,6 +5,7 @@ every assignment's in the slow tier). About 40 s of CPU; `make test` runs test_g
 import pytest
 
 from coursekit import registry
+from coursekit.nbg import with_reference_answers
 from tests.e2e import STUB_HINT, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden, derived_class, grade_classes
 from tests.test_sync import assert_release_is_committed
 
@@ -30,3 +31,16 @@ def test_class_of_01_is_graded_as_catalogued(one):
     assert (one["root"] / "grades.csv").exists()
     assert_release_is_committed(one["root"] / "course" / A, A)
     assert_hidden_tests_stay_hidden(one["root"], A, CLASS)
+
+
+def test_validate_fails_a_blank_notebook_and_passes_the_reference(one):
+    """What the lab's Validate button runs (nbgrader validate under the course's configuration):
+    an untouched notebook fails, naming the missing implementation; the reference passes. The
+    visible tests carry no points, so only c.Validator.validate_all makes their failures count."""
+    release = one["root"] / "course" / A / f"{A}.ipynb"
+    blank = one["course"].nbgrader("validate", str(release), check=False)
+    assert "VALIDATION FAILED" in blank.stdout and "NotImplementedError" in blank.stdout, blank.stdout[-2000:]
+    reference = with_reference_answers(release, one["root"] / "source" / A / f"{A}.ipynb",
+                                       one["root"] / "tmp" / "validate" / f"{A}.ipynb")
+    done = one["course"].nbgrader("validate", str(reference), check=False)
+    assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-2000:]

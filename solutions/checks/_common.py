@@ -37,19 +37,44 @@ def call(fn: Callable, *args, name: str | None = None, on_error: dict | None = N
 
     `on_error` maps exception types to a more specific hint (e.g. ZeroDivisionError at alpha = 1)."""
     __tracebackhide__ = True
-    shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
-    label = f"{name or getattr(fn, '__name__', 'your function')}({shown})"
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             return fn(*args, **kwargs)
-    except NotImplementedError:
-        fail("not implemented yet: replace `raise NotImplementedError()` with your code.")
     except Exception as exc:  # noqa: BLE001 - any learner error becomes a hint
-        for kind, hint in (on_error or {}).items():
-            if isinstance(exc, kind):
-                fail(f"{label} raised {type(exc).__name__}: {hint}")
-        fail(f"{label} raised {type(exc).__name__}: {exc}")
+        _raised(exc, fn, args, kwargs, name, on_error)
+
+
+def call_many(fn: Callable, calls: list, name: str | None = None, on_error: dict | None = None) -> list:
+    """[call(fn, *args, **kwargs) for args, kwargs in calls], in one exchange when fn runs in the
+    learner's kernel (coursekit.judge.RemoteFunction.many), which makes a checker's thousands of
+    seeded draws as fast as local calls. A generator or model passed to several calls is shared by
+    them, as in the loop; give each call its own copy of an array the function might change."""
+    __tracebackhide__ = True
+    many = getattr(fn, "many", None)
+    if many is None:
+        return [call(fn, *args, name=name, on_error=on_error, **kwargs) for args, kwargs in calls]
+    values, failed = many(calls)
+    if failed is not None:
+        index, exc = failed
+        args, kwargs = calls[index]
+        _raised(exc, fn, args, kwargs, name, on_error)
+    return values
+
+
+def _raised(exc: BaseException, fn, args, kwargs, name, on_error) -> None:
+    """The hint for an exception that learner code raised."""
+    __tracebackhide__ = True
+    if isinstance(exc, NotImplementedError):
+        fail("not implemented yet: replace `raise NotImplementedError()` with your code.")
+    if not isinstance(exc, Exception):
+        raise exc
+    shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
+    label = f"{name or getattr(fn, '__name__', 'your function')}({shown})"
+    for kind, hint in (on_error or {}).items():
+        if isinstance(exc, kind):
+            fail(f"{label} raised {type(exc).__name__}: {hint}")
+    fail(f"{label} raised {type(exc).__name__}: {exc}")
 
 
 def _short(value) -> str:

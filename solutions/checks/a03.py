@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail, require_ndarray, unchanged,
+    SEED, as_float_array, call, call_many, close, counts_match_pmf, diagnose, fail, require_ndarray, unchanged,
 )
 from solutions.reference import a03_rejection_sampling as ref
 
@@ -187,8 +187,8 @@ def check_speculative_sample(speculative_sample) -> None:
     runs = []
     for seed in (SEED + 30, SEED + 30, SEED + 31):
         run_rng = np.random.default_rng(seed)
-        runs.append([_check_sample_output(call(speculative_sample, p0.copy(), q0.copy(), run_rng), len(p0))
-                     for _ in range(REPRO_CALLS)])
+        outs = call_many(speculative_sample, [((p0.copy(), q0.copy(), run_rng), {}) for _ in range(REPRO_CALLS)])
+        runs.append([_check_sample_output(out, len(p0)) for out in outs])
     if runs[0] != runs[1]:
         fail("two runs with identically seeded rngs gave different results: draw every random number from "
              "the rng argument (not np.random or a generator of your own).")
@@ -200,9 +200,8 @@ def check_speculative_sample(speculative_sample) -> None:
         rng = np.random.default_rng(SEED + 10 + case)
         tokens = np.empty(SAMPLE_N, dtype=np.int64)
         accepted = np.empty(SAMPLE_N, dtype=bool)
-        for i in range(SAMPLE_N):
-            p_in, q_in = p.copy(), q.copy()
-            out = call(speculative_sample, p_in, q_in, rng)
+        calls = [((p.copy(), q.copy(), rng), {}) for _ in range(SAMPLE_N)]
+        for i, ((p_in, q_in, _), _), out in zip(range(SAMPLE_N), calls, call_many(speculative_sample, calls)):
             if not (np.array_equal(p_in, p) and np.array_equal(q_in, q)):
                 unchanged("speculative_sample(p, q, rng)", p=(p, p_in), q=(q, q_in))
             tokens[i], accepted[i] = _check_sample_output(out, len(p))
@@ -289,11 +288,19 @@ def _tokens_of(out, label):
 
 def _verify_call(verify_round, drafts, p_rows, q_rows, rng, label="verify_round"):
     __tracebackhide__ = True
-    d_in, p_in, q_in = drafts.copy(), p_rows.copy(), q_rows.copy()
-    out = call(verify_round, d_in, p_in, q_in, rng)
-    if not (np.array_equal(d_in, drafts) and np.array_equal(p_in, p_rows) and np.array_equal(q_in, q_rows)):
-        unchanged(label, draft_tokens=(drafts, d_in), p_rows=(p_rows, p_in), q_rows=(q_rows, q_in))
-    return _tokens_of(out, label)
+    return _verify_calls(verify_round, [drafts], p_rows, q_rows, rng, label)[0]
+
+
+def _verify_calls(verify_round, drafts_list, p_rows, q_rows, rng, label="verify_round"):
+    """verify_round on each drafts array in turn (one rng), each call on its own copies; the
+    emitted tokens of each call."""
+    __tracebackhide__ = True
+    calls = [((drafts.copy(), p_rows.copy(), q_rows.copy(), rng), {}) for drafts in drafts_list]
+    outs = call_many(verify_round, calls)
+    for drafts, ((d_in, p_in, q_in, _), _) in zip(drafts_list, calls):
+        if not (np.array_equal(d_in, drafts) and np.array_equal(p_in, p_rows) and np.array_equal(q_in, q_rows)):
+            unchanged(label, draft_tokens=(drafts, d_in), p_rows=(p_rows, p_in), q_rows=(q_rows, q_in))
+    return [_tokens_of(out, label) for out in outs]
 
 
 def check_verify_round(verify_round) -> None:
@@ -327,7 +334,7 @@ def check_verify_round(verify_round) -> None:
     runs = []
     for seed in (SEED + 23, SEED + 23, SEED + 24):
         run_rng = np.random.default_rng(seed)
-        runs.append([_verify_call(verify_round, d, p_rows, q_rows, run_rng) for d in repro_drafts])
+        runs.append(_verify_calls(verify_round, repro_drafts, p_rows, q_rows, run_rng))
     if runs[0] != runs[1]:
         fail("verify_round: two runs with identically seeded rngs gave different results: draw every random "
              "number from the rng argument (not np.random or a generator of your own).")
@@ -343,9 +350,8 @@ def check_verify_round(verify_round) -> None:
     rng_drafts = np.random.default_rng(SEED + 21)
     rng_learner = np.random.default_rng(SEED + 22)
     rounds, only_drafts = [], 0
-    for _ in range(VERIFY_N):
-        drafts = draft(rng_drafts)
-        out = _verify_call(verify_round, drafts, p_rows, q_rows, rng_learner)
+    all_drafts = [draft(rng_drafts) for _ in range(VERIFY_N)]
+    for drafts, out in zip(all_drafts, _verify_calls(verify_round, all_drafts, p_rows, q_rows, rng_learner)):
         if not 1 <= len(out) <= VERIFY_K + 1:
             fail(f"verify_round returned {len(out)} tokens; a round emits between 1 and K+1.")
         if out[:len(out) - 1] != [int(d) for d in drafts[:len(out) - 1]]:

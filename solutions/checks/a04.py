@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from scipy import stats as scipy_stats
 
-from solutions.checks._common import SEED, call, counts_match_pmf, fail
+from solutions.checks._common import SEED, call, call_many, counts_match_pmf, fail
 from specdec.model import default_device, encode, load, model_device
 from specdec.toy import toy_pair
 
@@ -102,7 +102,19 @@ def _tokens(out, label, n, strict=True):
 
 def _spec(fn, *args, label="speculative_generate", n=None, strict=False, **kwargs):
     __tracebackhide__ = True
-    out = call(fn, *args, **kwargs)
+    return _spec_out(call(fn, *args, **kwargs), label, n, strict)
+
+
+def _spec_runs(fn, runs: int, target, draft, prompt, n, K, label, **kwargs):
+    """`runs` calls speculative_generate(target, draft, prompt, n, K, **kwargs) in turn (one
+    generator, advancing), each on its own copy of the prompt: [(tokens, stats), ...]."""
+    __tracebackhide__ = True
+    outs = call_many(fn, [((target, draft, prompt.clone(), n, K), kwargs) for _ in range(runs)])
+    return [_spec_out(out, label, n, False) for out in outs]
+
+
+def _spec_out(out, label, n, strict):
+    __tracebackhide__ = True
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
         fail(f"{label} must return (tokens, stats), stats a dict with rounds, proposed and accepted.")
     tokens, stats = out
@@ -136,8 +148,9 @@ def check_autoregressive_generate(autoregressive_generate) -> None:
         # Exact binomial tests on the 16 pairs (x1, x2), 3,000 runs: false failure below 1e-7 per T.
         gen = torch.Generator().manual_seed(SEED)
         label = f"autoregressive_generate at temperature {T}"
-        pairs = [tuple(_tokens(call(autoregressive_generate, toy_target, torch.tensor([0]), 2, temperature=T,
-                                    generator=gen), label, 2, strict=False)) for _ in range(N_SAMPLES)]
+        outs = call_many(autoregressive_generate, [((toy_target, torch.tensor([0]), 2), dict(temperature=T, generator=gen))
+                                                   for _ in range(N_SAMPLES)])
+        pairs = [tuple(_tokens(out, label, 2, strict=False)) for out in outs]
         if not _joint_ok(pairs, _joint(toy_target.probs(T)), 1e-7):
             fail(f"{label}: the tokens do not follow softmax(logits / temperature) of the last row.")
 
@@ -286,6 +299,12 @@ def check_speculative_stats(speculative_generate) -> None:
         expected = [greedy_stats(agree, K, N_GREEDY, policy) for policy in POLICIES.values()]
         if got in expected:
             continue
+        _, again = _spec(speculative_generate, target, draft, encode(prompt), N_GREEDY, K, temperature=0,
+                         label=label, n=N_GREEDY)
+        if again != got:  # a correct answer is deterministic at temperature 0
+            fail(f"{label}: two runs gave different counters ({got} and {again}): at temperature 0 every draft "
+                 "must be the draft's argmax (q one-hot), not a sample, so every run proposes and accepts the "
+                 "same drafts.")
         # Name the one counter that is off, against a proposal policy that explains the other two.
         off = [{key for key in e if e[key] != got[key]} for e in expected]
         if {"proposed"} in off:
@@ -303,9 +322,8 @@ def check_speculative_stats(speculative_generate) -> None:
     gen = torch.Generator().manual_seed(SEED)
     for K, n in ((3, 12), (2, 7)):
         label = f"speculative_generate(toy_target, toy_draft, prompt, {n}, K={K}, temperature=1.0)"
-        for _ in range(20):
-            _, got = _spec(speculative_generate, toy_target, toy_draft, torch.tensor([0]), n, K, temperature=1.0,
-                           generator=gen, label=label, n=n)
+        for _, got in _spec_runs(speculative_generate, 20, toy_target, toy_draft, torch.tensor([0]), n, K, label,
+                                 temperature=1.0, generator=gen):
             _stats_add_up(got, K, n, label)
 
 
@@ -338,11 +356,8 @@ def check_speculative_distribution(speculative_generate) -> None:
         # Exact binomial tests on the 16 pairs, 3,000 runs: false failure below 1e-7 per temperature.
         gen = torch.Generator().manual_seed(SEED)
         label = f"speculative_generate at temperature {T}"
-        pairs = []
-        for _ in range(N_SAMPLES):
-            tokens, _ = _spec(speculative_generate, toy_target, toy_draft, torch.tensor([0]), 2, 2,
-                              temperature=T, generator=gen, label=label, n=2)
-            pairs.append(tuple(tokens))
+        pairs = [tuple(tokens) for tokens, _ in _spec_runs(speculative_generate, N_SAMPLES, toy_target, toy_draft,
+                                                            torch.tensor([0]), 2, 2, label, temperature=T, generator=gen)]
         if len(set(pairs)) == 1:
             fail(f"{label} returned the same tokens {N_SAMPLES} times: draw every random number from the "
                  "generator argument and never reseed inside the loop (a reseed makes every draw identical).")
@@ -431,9 +446,8 @@ def check_speculative_bonus(speculative_generate) -> None:
         gen = torch.Generator().manual_seed(SEED)
         groups = np.zeros((4, 4), dtype=int)
         runs = set()
-        for _ in range(N_BONUS):
-            tokens, stats = _spec(speculative_generate, toy_target, toy_draft, torch.tensor([0]), n, K,
-                                  temperature=T, generator=gen, label=label, n=n)
+        for tokens, stats in _spec_runs(speculative_generate, N_BONUS, toy_target, toy_draft, torch.tensor([0]), n, K,
+                                        label, temperature=T, generator=gen):
             runs.add(tuple(tokens))
             if stats["rounds"] == 1:
                 groups[tokens[-2], tokens[-1]] += 1
