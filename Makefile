@@ -8,7 +8,7 @@ PORT ?= 8888
 export PATH := $(abspath $(BIN)):$(PATH)
 ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 
-.PHONY: help lab test test-fast check release sync strip venv clean bench-formulas bench bench-grade train heads grade
+.PHONY: help lab test test-fast check release sync strip venv learner-env clean bench-formulas bench bench-grade train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -53,6 +53,10 @@ sync: $(STAMP) strip ## regenerate everything derived from source/: solutions/re
 
 strip: $(STAMP) ## remove outputs from the source notebooks
 	$(BIN)/jupyter nbconvert --clear-output --inplace --log-level=WARN source/*/*.ipynb
+
+learner-env: ## for a cohort: learner-env/, what learners need to run the notebooks and no answers (README)
+	test -x learner-env/bin/python || $(PYTHON) -m venv learner-env
+	learner-env/bin/python -m pip install --quiet -c requirements.txt ./learner
 
 venv: $(STAMP) ## create .venv with the pinned dependencies (other targets do this when needed)
 

@@ -31,6 +31,7 @@ SLOW_MODULES = {
     "test_sandbox",  # real grading kernels, a CPU-time limit run out
     "test_practice",  # notebook 05's proposers and timings on the shipped pair
     "test_fast_reference",  # the benchmark's loop for K = 1..8 on three prompts
+    "test_learner_env",  # kernels in a learner environment built for the test
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
 SLOW_CHECKERS = {"04"}  # notebooks whose checkers run the shipped model (greedy check: about 80 s CPU per answer)
