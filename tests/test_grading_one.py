@@ -2,6 +2,7 @@
 (generate_assignment, autograde, generate_feedback, export), checked as test_grading.py checks
 every assignment, and the release it generated is the committed course/01 (test_sync.py checks
 every assignment's in the slow tier). About 40 s of CPU; `make test` runs test_grading.py on all."""
+import nbformat
 import pytest
 
 from coursekit import registry
@@ -35,12 +36,16 @@ def test_class_of_01_is_graded_as_catalogued(one):
 
 def test_validate_fails_a_blank_notebook_and_passes_the_reference(one):
     """What the lab's Validate button runs (nbgrader validate under the course's configuration):
-    an untouched notebook fails, naming the missing implementation; the reference passes. The
+    an untouched notebook fails, naming the missing implementation; the reference passes, also
+    with a cell that writes a RuntimeWarning. The
     visible tests carry no points, so only c.Validator.validate_all makes their failures count."""
     release = one["root"] / "course" / A / f"{A}.ipynb"
     blank = one["course"].nbgrader("validate", str(release), check=False)
     assert "VALIDATION FAILED" in blank.stdout and "NotImplementedError" in blank.stdout, blank.stdout[-2000:]
     reference = with_reference_answers(release, one["root"] / "source" / A / f"{A}.ipynb",
                                        one["root"] / "tmp" / "validate" / f"{A}.ipynb")
+    nb = nbformat.read(reference, as_version=4)  # a warning is not a failure (grading drops them too)
+    nb.cells.append(nbformat.v4.new_code_cell("import numpy as np\nnp.where([True], np.ones(1) / np.zeros(1), 0.0)"))
+    nbformat.write(nb, reference)
     done = one["course"].nbgrader("validate", str(reference), check=False)
     assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-2000:]
