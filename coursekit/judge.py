@@ -112,16 +112,10 @@ class RemoteFunction:
         self.channel, self.__name__ = channel, name
 
     def __call__(self, *args, **kwargs):
-        try:
-            message = {"op": "call", "args": [remote.encode(a) for a in args],
-                       "kwargs": {k: remote.encode(v) for k, v in kwargs.items()}}
-        except TypeError as exc:
-            raise RuntimeError(f"checker bug: cannot send {exc} to the kernel") from None
-        self.channel.send(message)
-        value, failure = _unpack(self.channel.receive(), args, kwargs)
-        if failure is not None:
-            raise failure
-        return value
+        values, failed = self.many([(args, kwargs)])
+        if failed is not None:
+            raise failed[1]
+        return values[0]
 
     def many(self, calls: list) -> tuple[list, tuple | None]:
         """The calls [(args, kwargs), ...] in order, in one exchange with the kernel: what a loop of
@@ -138,44 +132,40 @@ class RemoteFunction:
         values = []
         try:
             items = reply["many"]
-            if not isinstance(items, list) or not items and calls or len(items) > len(calls):
-                raise ValueError("a reply for each call")
+            if not isinstance(items, list) or len(items) > len(calls):
+                raise ValueError("one reply per call")
             for (args, kwargs), item in zip(calls, items):
                 value, failure = _unpack(item, args, kwargs)
                 if failure is not None:
                     return values, (len(values), failure)
                 values.append(value)
             if len(values) < len(calls):
-                raise ValueError("a reply for each call")
+                raise ValueError("one reply per call")
             for local, after in zip(shared, reply["shared"]):
                 if after is not None:
                     remote.update_in_place(local, remote.decode(after))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
-            raise KernelStopped(_UNREADABLE.format(type(exc).__name__)) from None
+            raise KernelStopped(f"the grader could not read what your function returned ({type(exc).__name__}).") \
+                from None
         return values, None
 
 
-_UNREADABLE = "the grader could not read what your function returned ({})."
-
-
 def _unpack(reply: dict, args, kwargs):
-    """(value, None) or (None, the learner's exception) from one call's reply; its in-place
-    changes made to the local arguments."""
-    try:
-        if "error" in reply:
-            name, text = (str(x)[:2000] for x in reply["error"])
-            return None, _exception(name, text)
-        for local, after in zip(args, reply["args"]):
-            if after is not None:
-                remote.update_in_place(local, remote.decode(after))
-        for key, after in reply["kwargs"].items():
-            if key in kwargs and after is not None:
-                remote.update_in_place(kwargs[key], remote.decode(after))
-        if "opaque" in reply:
-            return type(str(reply["opaque"])[:100], (), {})(), None
-        return remote.decode(reply["ok"]), None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
-        raise KernelStopped(_UNREADABLE.format(type(exc).__name__)) from None
+    """(value, None) or (None, the learner's exception) from one call's reply; the call's in-place
+    changes made to the local arguments. A malformed reply raises KeyError, TypeError, ValueError
+    or AttributeError, which `many` turns into a hint."""
+    if "error" in reply:
+        name, text = (str(x)[:2000] for x in reply["error"])
+        return None, _exception(name, text)
+    for local, after in zip(args, reply["args"]):
+        if after is not None:
+            remote.update_in_place(local, remote.decode(after))
+    for key, after in reply["kwargs"].items():
+        if key in kwargs and after is not None:
+            remote.update_in_place(kwargs[key], remote.decode(after))
+    if "opaque" in reply:
+        return type(str(reply["opaque"])[:100], (), {})(), None
+    return remote.decode(reply["ok"]), None
 
 
 def _exception(name: str, text: str) -> BaseException:

@@ -13,9 +13,11 @@ random generators, and the course's models by how they were made) and the loop t
 Both sides decode with `json` and `numpy.frombuffer` (plain numeric dtypes only): nothing
 received is executed.
 
-A call's reply carries the return value, the arguments as the function left them (so the checker
-sees in-place changes, and generators advanced, as with a local call), or the exception's type
-name and message.
+Calls travel in batches (a single call is a batch of one): a batch names each generator or model
+once and its calls share it, as a loop of local calls would. Each call's reply carries the return
+value and the arguments the function changed (so the checker sees in-place changes as with a
+local call), or the exception's type name and message; the batch's reply ends with the shared
+generators as the calls left them.
 """
 from __future__ import annotations
 
@@ -156,7 +158,7 @@ def _model(made_by: tuple):
 
 def update_in_place(local, after) -> None:
     """Make a local argument look as the function left its copy (the grader's side)."""
-    torch = _torch() or type("no_torch", (), {"Tensor": (), "Generator": ()})
+    torch = _torch()
 
     if isinstance(local, np.ndarray) and isinstance(after, np.ndarray) and after.shape == local.shape:
         np.copyto(local, after, casting="unsafe")
@@ -165,12 +167,13 @@ def update_in_place(local, after) -> None:
     elif isinstance(local, dict) and isinstance(after, dict):
         local.clear()
         local.update(after)
-    elif isinstance(local, torch.Tensor) and isinstance(after, torch.Tensor) and after.shape == local.shape:
+    elif torch is not None and isinstance(local, torch.Tensor) and isinstance(after, torch.Tensor) \
+            and after.shape == local.shape:
         with torch.no_grad():
             local.copy_(after.to(local.dtype))
     elif isinstance(local, np.random.Generator) and isinstance(after, np.random.Generator):
         local.bit_generator.state = after.bit_generator.state
-    elif isinstance(local, torch.Generator) and isinstance(after, torch.Generator):
+    elif torch is not None and isinstance(local, torch.Generator) and isinstance(after, torch.Generator):
         local.set_state(after.get_state())
 
 
@@ -231,10 +234,10 @@ def _shareable(obj) -> bool:
     return isinstance(obj, kinds) or isinstance(getattr(obj, "made_by", None), tuple)
 
 
-def encode_calls(calls) -> dict:
+def encode_calls(calls) -> tuple[dict, list]:
     """A batch of calls [(args, kwargs), ...] as one message. A generator or model passed to
     several calls is sent once and shared by them in the kernel; every other argument is decoded
-    afresh for each call."""
+    afresh for each call. Returns the message and the shared objects, in the order it names them."""
     shared, index = [], {}
 
     def arg(value):
@@ -302,12 +305,7 @@ def serve(fn, requests: str, replies: str) -> None:
             message = read_frame(rfd)
             if message["op"] == "done":
                 return
-            if message["op"] == "many":
-                write_frame(wfd, _many(fn, message))
-                continue
-            args = [decode(a, models=True) for a in message["args"]]
-            kwargs = {k: decode(v, models=True) for k, v in message["kwargs"].items()}
-            write_frame(wfd, _call(fn, args, kwargs, message["args"], message["kwargs"]))
+            write_frame(wfd, _many(fn, message))  # a single call is a batch of one
     finally:
         os.close(rfd)
         os.close(wfd)

@@ -201,7 +201,7 @@ def check_speculative_sample(speculative_sample) -> None:
         tokens = np.empty(SAMPLE_N, dtype=np.int64)
         accepted = np.empty(SAMPLE_N, dtype=bool)
         calls = [((p.copy(), q.copy(), rng), {}) for _ in range(SAMPLE_N)]
-        for i, ((p_in, q_in, _), _), out in zip(range(SAMPLE_N), calls, call_many(speculative_sample, calls)):
+        for i, (((p_in, q_in, _), _), out) in enumerate(zip(calls, call_many(speculative_sample, calls))):
             if not (np.array_equal(p_in, p) and np.array_equal(q_in, q)):
                 unchanged("speculative_sample(p, q, rng)", p=(p, p_in), q=(q, q_in))
             tokens[i], accepted[i] = _check_sample_output(out, len(p))
