@@ -18,7 +18,11 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # machine (2026-12-02); a minute leaves room for slow but correct answers and a busier machine
 # without letting an infinite loop stall a cohort.
 c.Execute.timeout = 60
-c.Execute.startup_timeout = 60
+# Starting a grading kernel (Python, numpy, matplotlib, the sandbox's rules) runs none of the
+# learner's code, so its limit only has to catch a kernel that never comes up: generous, because
+# on a busy machine (a CI runner grading two cohorts side by side) a start has taken tens of
+# seconds, and a start that runs out fails the whole submission with no hint at all.
+c.Execute.startup_timeout = 300
 c.Execute.interrupt_on_timeout = True
 
 # Keep autograded notebooks and feedback readable when a submission prints megabytes.

@@ -264,7 +264,7 @@ def assert_score_and_explanation(corpus, student):
     score = row.score or 0.0
     if want is None:  # the broken cell (expected_tokens') costs that exercise's points, the rest is graded normally
         lost = {c.exercise for c in row.cells if c.score < c.max_score}
-        assert lost == {BROKEN}, [(c.grade_id, c.score, c.hint) for c in row.cells]
+        assert lost == {BROKEN}, ([(c.grade_id, c.score, c.hint) for c in row.cells], row.flags, row.integrity)
         assert score == FULL - read_assignment(A).points(BROKEN), (score, row.flags)
     else:
         assert score == want, (score, row.flags, row.integrity)
@@ -302,7 +302,7 @@ def test_integrity_report_names_each_attempt(corpus):
         if student not in corpus["students"]:
             continue
         line = next((ln for ln in text.splitlines() if ln.startswith(f"- {student} / {A}")), "")
-        assert "the sandbox refused" in line and kind in line, (student, line)
+        assert "the sandbox refused" in line and kind in line, (student, line, corpus["report"])
 
 
 def test_nothing_escaped_the_sandbox(corpus):
