@@ -6,6 +6,9 @@ What it offers:
 - `model.new_cache()` and `model.extend(ids, cache) -> logits` for the new positions: an
   incremental key/value cache, and `cache.rollback(length)` to drop rejected drafts. The fast
   reference and the benchmark use it; tests check it gives the plain call's logits.
+- `model.extend_tree(ids, mask, cache)`: a tree of new tokens in one pass (notebook 06): node i
+  sees the whole cache and the new nodes j with mask[i, j] (itself and its ancestors), at
+  position cache.length + depth - 1; `cache.keep(start, slots)` then keeps the accepted path.
 
 What it leaves out: dropout, batching beyond 1 in the cache, weight tying tricks, rotary
 embeddings. Bytes are tokens (vocabulary 256), so no tokenizer is needed.
@@ -45,6 +48,16 @@ class KVCache:
         """Forget every position from `length` on (rejected drafts); the stale entries are overwritten later."""
         assert 0 <= length <= self.length, (length, self.length)
         self.length = length
+
+    def keep(self, start: int, slots) -> None:
+        """Keep positions [0, start) and then the positions `slots` (ascending, each >= start), moved
+        down to follow them: after a tree pass, the accepted path's entries, in path order."""
+        slots = [int(s) for s in slots]
+        assert all(a < b for a, b in zip([start - 1] + slots, slots + [self.length])), (start, slots, self.length)
+        if slots:
+            index = torch.tensor(slots, device=self.kv.device)
+            self.kv[:, :, :, start:start + len(slots)] = self.kv[:, :, :, index]
+        self.length = start + len(slots)
 
 
 class Block(nn.Module):
@@ -86,16 +99,22 @@ class TinyGPT(nn.Module):
     def device(self):
         return self.head.weight.device
 
-    def _run(self, ids, cache=None, hidden=False):
+    def _run(self, ids, cache=None, hidden=False, tree=None):
         start = cache.length if cache is not None else 0
         T = ids.shape[1]
         assert start + T <= self.config.max_len, "sequence longer than the model's max_len"
-        positions = torch.arange(start, start + T, device=ids.device)
+        if tree is None:
+            positions = torch.arange(start, start + T, device=ids.device)
+        else:  # a node's position is the prefix length plus its depth minus one
+            positions = start + tree.sum(-1) - 1
         x = self.tok(ids) + self.pos(positions)
         # With a cache, new position i (absolute start + i) sees every cached position and the new
         # ones up to itself; a single new position sees everything, so it needs no mask at all.
+        # A tree's node sees every cached position and, among the new ones, the tree mask's.
         mask = None
-        if cache is not None and T > 1:
+        if tree is not None:
+            mask = torch.cat([torch.ones(T, start, dtype=torch.bool, device=ids.device), tree], dim=1)
+        elif cache is not None and T > 1:
             mask = torch.ones(T, start + T, dtype=torch.bool, device=ids.device).tril(diagonal=start)
         for i, block in enumerate(self.blocks):
             x = block(x, None if cache is None else cache.kv[i], start, mask)
@@ -118,6 +137,18 @@ class TinyGPT(nn.Module):
         positions, and with hidden=True also their final hidden states (1, t, d_model), the input
         of the output layer (what self-drafting heads read, notebook 05)."""
         return self._run(ids, cache, hidden)
+
+    def extend_tree(self, ids: torch.LongTensor, mask, cache: KVCache) -> torch.Tensor:
+        """Append a tree of new tokens ids (1, t) in one pass: `mask` (t, t) bool, mask[i, j] True
+        when node j is node i or one of its ancestors (the nodes in topological order). Every node
+        also sees the cache's `length` positions, and sits at position length + depth - 1 (its
+        depth = the ancestors it sees, itself included). Returns the logits (1, t, 256): row i is
+        the distribution of the token after the path ending at node i. The cache then holds all t
+        nodes; `cache.keep` keeps the accepted path. A chain (a lower-triangular mask) gives
+        exactly `extend`."""
+        mask = torch.as_tensor(mask, dtype=torch.bool, device=ids.device)
+        assert mask.shape == (ids.shape[1], ids.shape[1]) and bool(mask.diagonal().all()), "mask must be (t, t), True on the diagonal"
+        return self._run(ids, cache, tree=mask)
 
 
 def default_device() -> str:
