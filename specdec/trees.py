@@ -104,6 +104,12 @@ class Drafter:
         self.passes += 1
         return logits
 
+    def path_values(self, parents: list[int], own: list[float]) -> list[float]:
+        """Each node's path value: the product of `own` over the nodes its mask row marks (the
+        node and its ancestors)."""
+        mask = np.asarray(self.mask_fn(parents), dtype=bool)
+        return np.where(mask, np.asarray(own, dtype=float)[None, :], 1.0).prod(axis=1).tolist() if len(own) else []
+
 
 class Template:
     """A static shape (parents, ranks): filled with the draft's top-ranked tokens, level by level."""
@@ -115,44 +121,43 @@ class Template:
 
     def __call__(self, drafter: Drafter, seq: list[int]) -> Tree:
         n = len(self.parents)
-        tokens, value = [0] * n, [0.0] * n
+        tokens, own = [0] * n, [0.0] * n  # own: the draft's probability of the node's token at its parent
         after = {-1: drafter.root(seq)}  # node -> the draft's logits after the path ending there
         for d in range(1, max(self.depth, default=0) + 1):
             for i in (i for i in range(n) if self.depth[i] == d):
                 probs = torch.softmax(after[self.parents[i]].float(), -1)
-                ranked = probs.argsort(descending=True)
-                tokens[i] = int(ranked[self.ranks[i]])
-                value[i] = float(probs[tokens[i]]) * (value[self.parents[i]] if self.parents[i] >= 0 else 1.0)
+                tokens[i] = int(probs.argsort(descending=True)[self.ranks[i]])
+                own[i] = float(probs[tokens[i]])
             inner = [i for i in range(n) if self.depth[i] == d and i in self.parents]
             if inner:
                 upto = [i for i in range(n) if self.depth[i] <= d]  # a prefix: nodes are in topological order
                 logits = drafter.level([tokens[i] for i in upto], self.parents[:len(upto)])
                 after.update({i: logits[i] for i in inner})
-        return Tree(tokens, list(self.parents), value)
+        return Tree(tokens, list(self.parents), drafter.path_values(self.parents, own))
 
 
 class Dynamic:
     """EAGLE-2's dynamic tree: expand the `topk` most valuable nodes of each level by their `topk`
-    most likely children, for `depth` levels, then keep the `budget` most valuable nodes
-    (`select_fn`). A node's value is the draft's probability of its whole path."""
+    most likely children, for `depth` levels, then keep the `budget` most valuable nodes. A node's
+    value is the draft's probability of its whole path. Both choices are `select_fn`'s (the
+    frontier as a selection among the level's nodes alone)."""
 
     def __init__(self, budget: int, select_fn: Callable, depth: int = 5, topk: int = 4):
         self.budget, self.select_fn, self.depth, self.topk = budget, select_fn, depth, topk
 
     def __call__(self, drafter: Drafter, seq: list[int]) -> Tree:
-        tokens, parents, value = [], [], []
+        tokens, parents, own = [], [], []
         frontier, logits = [-1], drafter.root(seq)[None]
         for level in range(self.depth):
             base = len(tokens)
             for row, node in enumerate(frontier):
-                probs = torch.softmax(logits[row].float(), -1)
-                top = probs.topk(self.topk)
-                for prob, token in zip(top.values.tolist(), top.indices.tolist()):
-                    tokens.append(int(token))
-                    parents.append(node)
-                    value.append(prob * (value[node] if node >= 0 else 1.0))
+                top = torch.softmax(logits[row].float(), -1).topk(self.topk)
+                tokens += top.indices.tolist()
+                own += top.values.tolist()
+                parents += [node] * self.topk
+            value = drafter.path_values(parents, own)
             new = list(range(base, len(tokens)))
-            frontier = sorted(sorted(new, key=lambda i: -value[i])[:self.topk])
+            frontier = [new[int(j)] for j in self.select_fn([-1] * len(new), [value[i] for i in new], self.topk)]
             if level + 1 < self.depth:
                 upto = frontier[-1] + 1
                 logits = drafter.level(tokens[:upto], parents[:upto])[frontier]
@@ -162,15 +167,16 @@ class Dynamic:
                     [value[i] for i in keep])
 
 
-def path_of(tokens: list[int], parents: list[int], emitted: list[int]) -> list[int]:
-    """The nodes of the accepted path: the emitted tokens but the last, followed down from the root."""
-    path, node = [], -1
-    for token in emitted[:-1]:
-        node = next((i for i, p in enumerate(parents) if p == node and tokens[i] == token), None)
-        if node is None:
-            raise ValueError(f"the emitted tokens {emitted} do not follow a path of the tree: every token but the "
-                             "last must be a child of the one before (check verify_tree_greedy)")
-        path.append(node)
+def path_of(tokens, mask, emitted: list[int]) -> list[int]:
+    """The nodes of the accepted path, found by their tokens: row i of the tree's `mask` marks the
+    path to node i, so the path that spells emitted[:k] ends at the node whose row spells it."""
+    tokens, mask = np.asarray(tokens), np.asarray(mask, dtype=bool)
+    assert mask.shape == (len(tokens), len(tokens)), "path_of takes the tree's (N, N) mask"
+    spelled = {tuple(tokens[row].tolist()): i for i, row in enumerate(mask)}
+    path = [spelled.get(tuple(int(t) for t in emitted[:k])) for k in range(1, len(emitted))]
+    if None in path:
+        raise ValueError(f"the emitted tokens {list(emitted)} do not follow a path of the tree: every token but the "
+                         "last must be a child of the one before (check verify_tree_greedy and tree_attention_mask)")
     return path
 
 
@@ -200,7 +206,7 @@ def tree_generate(target, draft, prompt, n: int, build, mask_fn: Callable, verif
         logits = target.extend_tree(_ids(seq[-1:] + tree.tokens, device), mask, cache)[0]
         choice = logits.argmax(-1).tolist()
         emitted = [int(t) for t in verify_fn(tree.tokens, tree.parents, choice)]
-        path = path_of(tree.tokens, tree.parents, emitted)
+        path = path_of(tree.tokens, mask[1:, 1:].cpu(), emitted)
         cache.keep(start, [start] + [start + 1 + i for i in path])
         seq += emitted
         stats["rounds"] += 1

@@ -130,7 +130,7 @@ def _cases(numbers):
 
 @pytest.mark.parametrize("nb, check, fn", [
     *_cases(["01", "02", "05"]),
-    *[pytest.param(*case, marks=pytest.mark.slow) for case in _cases(["03"])],
+    *[pytest.param(*case, marks=pytest.mark.slow) for case in _cases(["03", "06"])],  # many sampling calls
 ], ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) else None))
 def test_a_call_through_the_channel_gets_the_local_verdict(nb, check, fn):
     """Same return values, same in-place changes, same exceptions, same generator streams: the

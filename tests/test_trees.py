@@ -121,10 +121,11 @@ def test_shapes_are_trees_with_distinct_sibling_ranks():
 
 
 def test_path_of_follows_the_emitted_tokens():
-    assert path_of(TOKENS, PARENTS, [102, 106, 107, 9]) == [1, 5, 6]
-    assert path_of(TOKENS, PARENTS, [9]) == []
+    mask = tree_attention_mask(PARENTS)
+    assert path_of(TOKENS, mask, [102, 106, 107, 9]) == [1, 5, 6]
+    assert path_of(TOKENS, mask, [9]) == []
     with pytest.raises(ValueError, match="do not follow a path"):
-        path_of(TOKENS, PARENTS, [103, 9])  # node 2 is not a child of the root
+        path_of(TOKENS, mask, [103, 9])  # node 2 is not a child of the root
 
 
 def test_rank_acceptance_is_a_distribution_over_ranks(pair):
