@@ -20,8 +20,9 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 60
 # Starting a grading kernel (Python, numpy, matplotlib, the sandbox's rules) runs none of the
 # learner's code, so its limit only has to catch a kernel that never comes up: generous, because
-# on a busy machine (a CI runner grading two cohorts side by side) a start has taken tens of
-# seconds, and a start that runs out fails the whole submission with no hint at all.
+# a start slows down with the machine's load and a start that runs out fails the whole submission
+# with no hint at all (what CI at b14b880 showed for one learner while two cohorts were graded
+# side by side on 2 cores; the cause was not reproduced here, so this is a precaution).
 c.Execute.startup_timeout = 300
 c.Execute.interrupt_on_timeout = True
 

@@ -123,6 +123,24 @@ def require_ndarray(value, label: str) -> np.ndarray:
     return value
 
 
+def token_list(out, label: str) -> list[int]:
+    """Tokens returned by a learner's function as a list of ints: a list, tuple or 1-D integer
+    array of ints is fine (numpy integers too); anything else fails with a hint."""
+    __tracebackhide__ = True
+    if out is None:
+        fail(f"{label} returned None: does the function end with `return` and the list of tokens?")
+    if type(out).__module__.startswith("torch"):
+        fail(f"{label} returned a torch tensor; return a list of ints.")
+    items = out.tolist() if isinstance(out, np.ndarray) and out.ndim == 1 else out
+    if not isinstance(items, (list, tuple)):
+        fail(f"{label} must return a list of ints, not {type(out).__name__}.")
+    for t in items:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            fail(f"{label} returned the token {t!r} ({type(t).__name__}); tokens are ints (int(x)), "
+                 "so that they can index a vocabulary.")
+    return [int(t) for t in items]
+
+
 def unchanged(label: str, **pairs) -> None:
     """Fail when learner code changed an argument in place: pairs are name=(copy kept, object passed)."""
     __tracebackhide__ = True

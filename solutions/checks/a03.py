@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, as_float_array, call, call_many, close, counts_match_pmf, diagnose, fail, require_ndarray, unchanged,
+    SEED, as_float_array, call, call_many, close, counts_match_pmf, diagnose, fail, require_ndarray, token_list,
+    unchanged,
 )
 from solutions.reference import a03_rejection_sampling as ref
 
@@ -271,21 +272,6 @@ VERIFY_V, VERIFY_K, VERIFY_N = 5, 3, 12_000
 VERIFY_REPRO = 100
 
 
-def _tokens_of(out, label):
-    """The emitted tokens as a list of ints: a list, tuple or 1-D integer array of ints is fine."""
-    __tracebackhide__ = True
-    if out is None:
-        fail(f"{label} returned None: does the function end with `return` and the list of tokens?")
-    items = out.tolist() if isinstance(out, np.ndarray) and out.ndim == 1 else out
-    if not isinstance(items, (list, tuple)):
-        fail(f"{label} must return a list of ints, not {type(out).__name__}.")
-    for t in items:
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
-            fail(f"{label} returned the token {t!r} ({type(t).__name__}); tokens are ints (int(x)), "
-                 "so that they can index a vocabulary.")
-    return [int(t) for t in items]
-
-
 def _verify_call(verify_round, drafts, p_rows, q_rows, rng, label="verify_round"):
     __tracebackhide__ = True
     return _verify_calls(verify_round, [drafts], p_rows, q_rows, rng, label)[0]
@@ -300,7 +286,7 @@ def _verify_calls(verify_round, drafts_list, p_rows, q_rows, rng, label="verify_
     for drafts, ((d_in, p_in, q_in, _), _) in zip(drafts_list, calls):
         if not (np.array_equal(d_in, drafts) and np.array_equal(p_in, p_rows) and np.array_equal(q_in, q_rows)):
             unchanged(label, draft_tokens=(drafts, d_in), p_rows=(p_rows, p_in), q_rows=(q_rows, q_in))
-    return [_tokens_of(out, label) for out in outs]
+    return [token_list(out, label) for out in outs]
 
 
 def check_verify_round(verify_round) -> None:

@@ -62,7 +62,7 @@ import itertools
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, CheckFailure, as_float_array, call_many, close, counts_match_pmf, diagnose, fail, unchanged,
+    SEED, CheckFailure, as_float_array, call_many, close, counts_match_pmf, diagnose, fail, token_list, unchanged,
 )
 from solutions.reference import a06_token_trees as ref
 
@@ -413,22 +413,6 @@ def _verify_cases():
     return cases
 
 
-def _token_list(out, label) -> list[int]:
-    """A list, tuple or 1-D integer array of ints (numpy integers are fine)."""
-    __tracebackhide__ = True
-    if out is None:
-        fail(f"{label} returned None: does the function end with `return` and the list of tokens?")
-    if _is_torch(out):
-        fail(f"{label} returned a torch tensor; return a list of ints.")
-    items = out.tolist() if isinstance(out, np.ndarray) and out.ndim == 1 else out
-    if not isinstance(items, (list, tuple)):
-        fail(f"{label} must return a list of ints, not {type(out).__name__}.")
-    for t in items:
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
-            fail(f"{label} returned {t!r} ({type(t).__name__}) in its list; tokens are ints (int(x)).")
-    return [int(t) for t in items]
-
-
 def _verify_symptom(tokens, parents, choice, got, want) -> str:
     if not got:
         return HINT_VT_EMPTY
@@ -457,7 +441,7 @@ def check_verify_tree_greedy(verify_tree_greedy) -> None:
     outs = call_many(verify_tree_greedy, calls, name="verify_tree_greedy")
     _kept("verify_tree_greedy(tokens, parents, target_choice)", calls, originals,
           ["tokens", "parents", "target_choice"])
-    got = [_token_list(out, f"verify_tree_greedy(tokens, {_shown(par)}, target_choice)")
+    got = [token_list(out, f"verify_tree_greedy(tokens, {_shown(par)}, target_choice)")
            for out, (_, par, _) in zip(outs, cases)]
     want = [ref.verify_tree_greedy(*case) for case in cases]
     bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
