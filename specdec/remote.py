@@ -144,13 +144,15 @@ def _model(made_by: tuple):
     """The course's models, built in the kernel from how the checker's copy was made."""
     if made_by not in _MODELS:
         from specdec.model import load
-        from specdec.toy import toy_pair
+        from specdec.toy import text_pair, toy_pair
 
         name, *args = made_by
         if name == "load":
             _MODELS[made_by] = load(args[0], args[1])
         elif name == "toy_pair":
-            _MODELS[made_by] = toy_pair(args[0], close=args[1])[args[2]]
+            _MODELS[made_by] = toy_pair(args[0], close=args[1], cache=len(args) > 3 and bool(args[3]))[args[2]]
+        elif name == "text_pair":
+            _MODELS[made_by] = text_pair(args[0])[args[2]]
         else:
             raise TypeError(f"no model {name!r}")
     return _MODELS[made_by]
@@ -278,9 +280,15 @@ def _call(fn, args, kwargs, sent_args, sent_kwargs) -> dict:
     return reply
 
 
+def _recording(obj) -> bool:
+    """A model that writes down what it was fed (specdec.toy.CachedBigramModel)."""
+    return callable(getattr(obj, "reset_events", None)) and isinstance(getattr(obj, "events", None), list)
+
+
 def _many(fn, message: dict) -> dict:
     """A batch of calls in order, stopping after the first that raises; then the shared
-    generators as the calls left them."""
+    generators as the calls left them. A shared model that records what it is fed starts each
+    call with an empty record, and the call's reply carries it ("events": [[index, record]])."""
     shared = [decode(v, models=True) for v in message["shared"]]
 
     def arg(data):
@@ -290,7 +298,15 @@ def _many(fn, message: dict) -> dict:
     for sent_args, sent_kwargs in message["calls"]:
         args = [arg(a) for a in sent_args]
         kwargs = {k: arg(v) for k, v in sent_kwargs.items()}
+        recorders = [(i, v) for i, v in enumerate(shared) if _recording(v)]
+        for _, model in recorders:
+            model.reset_events()
         replies.append(_call(fn, args, kwargs, sent_args, sent_kwargs))
+        if recorders:
+            try:
+                replies[-1]["events"] = [[i, encode(model.events)] for i, model in recorders]
+            except TypeError:  # a record the learner's code replaced: the checker says so
+                replies[-1]["events"] = [[i, None] for i, _ in recorders]
         if "error" in replies[-1]:
             break
     return {"many": replies, "shared": [_encode_or_none(v) if not hasattr(v, "made_by") else None for v in shared]}

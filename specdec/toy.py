@@ -9,15 +9,26 @@ it is a `torch.nn.Module` in eval mode whose table is a parameter, so `model(ids
 `next(model.parameters()).device`, `model.device` and `specdec.model.model_device(model)` all
 name that device. ids on another device raise, as they do with the shipped models, and
 `model.config.vocab` / `model.config.max_len` exist too.
-What it leaves out: the key/value cache (`new_cache`, `extend`), which notebook 04 does not use.
+
+`toy_pair(cache=True)` and `text_pair()` add the shipped models' cache API (`new_cache()`,
+`extend(ids (1, t), cache)`, `cache.rollback(length)`, `cache.length`) for notebook 04's cached
+verifier. Their cache holds the token ids it was fed, position by position (a bigram needs no
+keys or values), and every call is written to the model's `events`, so a checker can see what
+each model was fed and what its cache held: `reset_events()` before a call, `events` after it
+(in the grader, the kernel sends them back with the call's reply, specdec.remote).
+What it leaves out: the tree pass (`extend_tree`, `keep`) of notebook 06.
 """
 from __future__ import annotations
+
+import itertools
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from specdec.model import Config
+
+_CLOCK = itertools.count()  # one clock for every toy model, so a checker can interleave two models' events
 
 
 class BigramModel(nn.Module):
@@ -44,10 +55,104 @@ class BigramModel(nn.Module):
         return torch.softmax(self.table.detach().double().cpu() / temperature, dim=-1)
 
 
-def toy_pair(device: str | torch.device = "cpu", close: bool = False) -> tuple[BigramModel, BigramModel]:
+class ToyCache:
+    """A toy model's cache: `tokens[i]` is the token fed at position i; `length` of them are valid.
+    Like the shipped KVCache, `rollback(length)` forgets positions from `length` on, and `length`
+    may also be set directly (then positions past what was fed hold -1, as stale entries would)."""
+
+    def __init__(self, model: "CachedBigramModel", name: int):
+        self._model, self.name, self.tokens = model, name, []
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+    @length.setter
+    def length(self, value: int) -> None:
+        value = int(value)
+        self._model._record("rollback", cache=self.name, to=value)
+        self.tokens = self.tokens[:value] + [-1] * max(0, value - len(self.tokens))
+
+    def rollback(self, length: int) -> None:
+        assert 0 <= length <= self.length, (length, self.length)
+        self.length = length
+
+
+class CachedBigramModel(BigramModel):
+    """A bigram model with the shipped models' cache API, which records every call in `events`:
+    {"op": "call", "fed": ids} for model(ids); {"op": "new", "cache": n}; {"op": "extend", "cache":
+    n, "before": the tokens the cache held, "fed": ids}; {"op": "rollback", "cache": n, "to": length};
+    each with "t", a clock shared by all toy models, and "model", the index `made_by` gives it."""
+
+    def __init__(self, table: torch.Tensor, index: int = 0):
+        super().__init__(table)
+        self.index = index
+        self.reset_events()
+
+    def reset_events(self) -> None:
+        self.events, self._caches = [], 0
+
+    def _record(self, op: str, **fields) -> None:
+        self.events.append(dict(op=op, t=next(_CLOCK), model=self.index, **fields))
+
+    def forward(self, ids: torch.LongTensor) -> torch.Tensor:
+        self._record("call", fed=[int(i) for i in ids.reshape(-1).tolist()])
+        return super().forward(ids)
+
+    def new_cache(self) -> ToyCache:
+        self._caches += 1
+        self._record("new", cache=self._caches)
+        return ToyCache(self, self._caches)
+
+    def extend(self, ids: torch.LongTensor, cache: ToyCache, hidden: bool = False) -> torch.Tensor:
+        """Append ids (1, t) after the cache's `length` positions; logits (1, t, V) of the new positions."""
+        assert ids.dim() == 2 and ids.shape[0] == 1, "extend takes ids of shape (1, t)"
+        assert cache.length + ids.shape[1] <= self.config.max_len, "sequence longer than the model's max_len"
+        assert not hidden, "a toy model has no hidden states"
+        fed = [int(i) for i in ids.reshape(-1).tolist()]
+        self._record("extend", cache=cache.name, before=list(cache.tokens), fed=fed)
+        logits = F.embedding(ids, self.table)  # the same device check as the plain call
+        cache.tokens = cache.tokens + fed
+        return logits
+
+
+def _build(tables, device, cache: bool, made_by: tuple):
+    pair = []
+    for i, table in enumerate(tables):
+        model = (CachedBigramModel(table, i) if cache else BigramModel(table)).to(device).eval()
+        model.made_by = made_by + (i,) + ((True,) if cache else ())
+        pair.append(model)
+    return tuple(pair)
+
+
+# text_pair's vocabulary: the target's greedy text cycles through tokens 0..TEXT_TOKENS-1; the
+# draft's wrong guesses are tokens TEXT_TOKENS..TEXT_VOCAB-1, which the text never contains.
+TEXT_TOKENS, TEXT_VOCAB = 40, 64
+
+
+def text_pair(device: str | torch.device = "cpu") -> tuple[CachedBigramModel, CachedBigramModel]:
+    """A cached toy pair whose greedy text is 0, 1, 2, ... (token a is followed by a+1, cycling
+    through TEXT_TOKENS tokens) and whose draft guesses right except after a token a with
+    a % 5 == 4 or a % 7 == 2 (2, 4, 9, 14, 16, 19, 23, ...), where it proposes a token outside the text (and goes on guessing outside it).
+    So at temperature 0 every draft that the target rejects differs from every token of the text,
+    and a checker can tell from a cache's tokens alone which entries are text and which are
+    rejected drafts, and where each text token belongs."""
+    V, T = TEXT_VOCAB, TEXT_TOKENS
+    target, draft = torch.zeros(V, V), torch.zeros(V, V)
+    for a in range(V):
+        text_next = (a + 1) % T if a < T else (a - T + 1) % T
+        target[a, text_next] = 5.0
+        off_text = T + (a % (V - T)) if a < T else T + ((a - T + 1) % (V - T))
+        draft[a, off_text if (a >= T or a % 5 == 4 or a % 7 == 2) else text_next] = 5.0
+    return _build((target, draft), device, True, ("text_pair", str(device), None))
+
+
+def toy_pair(device: str | torch.device = "cpu", close: bool = False,
+             cache: bool = False) -> tuple[BigramModel, BigramModel]:
     """A 4-token target and a draft that is close but clearly different (alpha about 0.6-0.8 at
     temperature 1). close=True: the draft's logits halfway to the target's (alpha about 0.8-0.9),
-    so that most rounds accept every draft and reach the bonus token."""
+    so that most rounds accept every draft and reach the bonus token. cache=True: the same tables
+    with the cache API (`CachedBigramModel`)."""
     target = torch.tensor([[2.0, 1.0, 0.0, -1.0],
                            [0.0, 2.0, 1.0, 0.0],
                            [1.0, -1.0, 2.0, 0.5],
@@ -58,7 +163,5 @@ def toy_pair(device: str | torch.device = "cpu", close: bool = False) -> tuple[B
                           [0.0, 1.0, 0.0, 1.0]])
     if close:
         draft = (target + draft) / 2
-    pair = BigramModel(target).to(device).eval(), BigramModel(draft).to(device).eval()
-    for i, model in enumerate(pair):  # how grading rebuilds it in the learner's kernel (specdec.remote)
-        model.made_by = ("toy_pair", str(device), close, i)
-    return pair
+    # made_by: how grading rebuilds the model in the learner's kernel (specdec.remote)
+    return _build((target, draft), device, cache, ("toy_pair", str(device), close))

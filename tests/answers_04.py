@@ -195,9 +195,109 @@ def spec_model_device(target, draft, prompt, max_new_tokens, K, temperature=1.0,
     return _spec_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "correct")
 
 
+def cached_sync(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    """Each cache holds EVERY committed token, and the logits after the last one are kept: the
+    next round needs no catch-up pass. Rollback by setting `cache.length`; inverse-CDF sampling;
+    tokens returned on the model's device; K = 0 handled by the same loop."""
+    device = next(target.parameters()).device
+    seq = prompt.tolist()
+    tc, dc = target.new_cache(), draft.new_cache()
+    ids = lambda toks: torch.tensor([toks], device=device)  # noqa: E731
+    with torch.no_grad():
+        t_last = target.extend(ids(seq), tc)[0, -1]
+        d_last = draft.extend(ids(seq), dc)[0, -1] if K else None
+        rounds = accepted = 0
+        while len(seq) - len(prompt) < max_new_tokens:
+            base = len(seq)
+            drafts, qs, row = [], [], d_last
+            for i in range(K):
+                q = _probs(row, temperature)
+                drafts.append(int(q.argmax()) if temperature == 0 else _pick(q, generator))
+                qs.append(q)
+                if i < K - 1:
+                    row = draft.extend(ids(drafts[-1:]), dc)[0, -1]
+            rows = [t_last] + (list(target.extend(ids(drafts), tc)[0]) if drafts else [])
+            ps = [_probs(r, temperature) for r in rows]
+            n = 0
+            while n < K:
+                u = torch.rand((), generator=generator, dtype=torch.float64)
+                if u * qs[n][drafts[n]] >= ps[n][drafts[n]]:
+                    break
+                n += 1
+            if n < K:
+                res = torch.clamp(ps[n] - qs[n], min=0)
+                last = _pick(res / res.sum(), generator)
+            else:
+                last = _pick(ps[K], generator) if temperature else int(ps[K].argmax())
+            tc.length = base + n  # keep the accepted drafts, then feed the last token now
+            t_last = target.extend(ids([last]), tc)[0, -1]
+            new_seq = seq + drafts[:n] + [last]
+            if K:  # the draft catches up at once: its cache then holds every committed token
+                dc.length = min(dc.length, base + n)
+                d_last = draft.extend(ids(new_seq[dc.length:]), dc)[0, -1]
+            seq = new_seq
+            rounds += 1
+            accepted += n
+    return torch.tensor(seq[len(prompt):len(prompt) + max_new_tokens], device=device), dict(
+        rounds=rounds, proposed=K * rounds, accepted=accepted)
+
+
+def cached_capped(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    """Proposals capped at the tokens still needed, acceptance vectorised (one comparison, first
+    rejection by nonzero), device from the notebook's DEVICE, caches prefilled with the prompt
+    minus its last token, the draft fed one token at a time."""
+    n0 = prompt.numel()
+    seq = prompt.tolist()
+    tc, dc = target.new_cache(), draft.new_cache()
+    stats = {"rounds": 0, "proposed": 0, "accepted": 0}
+    with torch.no_grad():
+        if n0 > 1:
+            target.extend(prompt[None, :-1].to(DEVICE), tc)
+            draft.extend(prompt[None, :-1].to(DEVICE), dc)
+        while len(seq) - n0 < max_new_tokens:
+            k = min(K, max_new_tokens - (len(seq) - n0))
+            start = len(seq)
+            for token in seq[dc.length:]:  # catch the draft up, one token per pass
+                row = draft.extend(torch.tensor([[token]], device=DEVICE), dc)[0, -1]
+            drafts, q_rows = [], []
+            for i in range(k):
+                logits = row.double().cpu()
+                q = torch.softmax(logits / temperature, -1) if temperature else \
+                    torch.nn.functional.one_hot(logits.argmax(), logits.numel()).double()
+                x = int(torch.multinomial(q, 1, generator=generator))
+                drafts.append(x)
+                q_rows.append(q)
+                if i < k - 1:
+                    row = draft.extend(torch.tensor([[x]], device=DEVICE), dc)[0, -1]
+            logits = target.extend(torch.tensor([seq[tc.length:] + drafts], device=DEVICE), tc)[0, -(k + 1):]
+            logits = logits.double().cpu()
+            p_rows = torch.softmax(logits / temperature, -1) if temperature else \
+                torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).double()
+            n_acc = k
+            if k:
+                q_rows = torch.stack(q_rows)
+                idx, d = torch.arange(k), torch.tensor(drafts)
+                u = torch.rand(k, generator=generator, dtype=torch.float64)
+                rejected = (u * q_rows[idx, d] >= p_rows[idx, d]).nonzero()
+                n_acc = int(rejected[0]) if len(rejected) else k
+            if n_acc < k:
+                residual = (p_rows[n_acc] - q_rows[n_acc]).clamp(min=0)
+                extra = int(torch.multinomial(residual / residual.sum(), 1, generator=generator))
+            else:
+                extra = int(torch.multinomial(p_rows[k], 1, generator=generator))
+            tc.rollback(start + n_acc)
+            dc.rollback(min(dc.length, start + n_acc))
+            seq += drafts[:n_acc] + [extra]
+            stats["rounds"] += 1
+            stats["proposed"] += k
+            stats["accepted"] += n_acc
+    return torch.tensor(seq[n0:n0 + max_new_tokens]), stats
+
+
 CORRECT = {
     "autoregressive_generate": [ar_list, ar_gumbel, ar_global_device],
     "speculative_generate": [spec_list, spec_capped, spec_capped_tight, spec_model_device],
+    "speculative_generate_cached": [cached_capped, cached_sync],
 }
 
 # ---------------------------------------------------------------- wrong
@@ -369,6 +469,100 @@ def spec_list_tokens(target, draft, prompt, max_new_tokens, K, temperature=1.0, 
     return _spec_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "list_tokens")
 
 
+def _cached_variant(target, draft, prompt, n, K, T, generator, mode):
+    """The notebook's bookkeeping written out by hand: each cache holds the committed tokens but the
+    last, which the next round feeds ([last] + drafts to the target); `mode` is the mistake."""
+    device = model_device(target)
+    seq = prompt.tolist()
+    tc, dc = target.new_cache(), draft.new_cache()
+    d_seen = 0  # committed tokens the draft's cache holds, by our own count
+    rounds = accepted = 0
+    to = lambda toks: torch.tensor([toks], device=device)  # noqa: E731
+    with torch.no_grad():
+        d_row = None
+        while len(seq) - len(prompt) < n:
+            if mode == "refeed":  # a new cache every round: right tokens, nothing saved
+                tc, dc, d_seen = target.new_cache(), draft.new_cache(), 0
+            base = len(seq)
+            if len(seq) > 1 and tc.length == 0:
+                target.extend(to(seq[:-1]), tc)
+            drafts, qs = [], []
+            new = seq[d_seen:] if mode != "draft_no_correction" or d_row is None else []
+            for _ in range(K):
+                if new:
+                    d_row = draft.extend(to(new), dc)[0, -1]
+                q = _probs(d_row, T)
+                drafts.append(int(q.argmax()) if T == 0 else int(torch.multinomial(q, 1, generator=generator)))
+                qs.append(q)
+                new = drafts[-1:]
+            if mode == "draft_no_correction" and drafts:
+                d_row = draft.extend(to(drafts[-1:]), dc)[0, -1]  # the draft only ever sees its own drafts
+            if mode == "plain_target":
+                rows = target(to(seq + drafts))[0, base - 1:]
+            else:
+                rows = target.extend(to(seq[-1:] + drafts), tc)[0]
+            ps = [_probs(r, T) for r in rows]
+            n_acc, last = K, None
+            for i, x in enumerate(drafts):
+                u = torch.rand((), generator=generator, dtype=torch.float64)
+                if u < min(1.0, float(ps[i][x] / qs[i][x])):
+                    continue
+                n_acc = i
+                res = torch.clamp(ps[i] - qs[i], min=0)
+                last = int(torch.multinomial(res / res.sum(), 1, generator=generator))
+                break
+            if last is None:
+                last = int(ps[K].argmax()) if T == 0 else int(torch.multinomial(ps[K], 1, generator=generator))
+            keep = base + n_acc  # the committed tokens the target was fed
+            if mode == "target_keeps_rejected" and n_acc < K:
+                keep += 1  # one position too few rolled back: the rejected draft's entry stays
+            if mode == "target_drops_accepted":
+                keep -= 1  # one position too many: the last accepted token's entry goes
+            if mode != "plain_target":
+                tc.rollback(keep)
+            d_seen = min(base + n_acc, base - 1 + K) if K else d_seen
+            if mode == "draft_no_correction":
+                dc.rollback(min(dc.length, base + n_acc))
+            elif mode != "draft_no_rollback":
+                dc.rollback(min(dc.length, d_seen))
+            seq += drafts[:n_acc] + [last]
+            rounds += 1
+            accepted += n_acc
+    return torch.tensor(seq[len(prompt):len(prompt) + n]), dict(rounds=rounds, proposed=K * rounds, accepted=accepted)
+
+
+def cached_target_keeps_rejected(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "target_keeps_rejected")
+
+
+def cached_target_drops_accepted(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "target_drops_accepted")
+
+
+def cached_draft_no_rollback(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "draft_no_rollback")
+
+
+def cached_draft_no_correction(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "draft_no_correction")
+
+
+def cached_refeed(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "refeed")
+
+
+def cached_plain_target(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "plain_target")
+
+
+def cached_correct_variant(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    """The same bookkeeping without a mistake (a CORRECT answer: the variants differ from it in one line)."""
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "correct")
+
+
+CORRECT["speculative_generate_cached"].append(cached_correct_variant)
+
+
 WRONG = {
     "autoregressive_generate": [
         (ar_global_rng, "`generator` argument"),
@@ -395,6 +589,14 @@ WRONG = {
         (spec_accepted_counts_emitted, "stats['accepted']"),
         (spec_with_prompt, "not the prompt"),
         (spec_list_tokens, "LongTensor"),
+    ],
+    "speculative_generate_cached": [
+        (cached_target_keeps_rejected, "one position too many; roll back"),
+        (cached_target_drops_accepted, "drops one position too many"),
+        (cached_draft_no_rollback, "draft's cache still holds rejected drafts"),
+        (cached_draft_no_correction, "correction or bonus token"),
+        (cached_refeed, "the cache is not used"),
+        (cached_plain_target, "calls the target as target(ids)"),
     ],
 }
 

@@ -1,4 +1,5 @@
-"""Hidden-test checkers for 04_torch_verifier: autoregressive_generate, speculative_generate.
+"""Hidden-test checkers for 04_torch_verifier: autoregressive_generate, speculative_generate,
+speculative_generate_cached.
 
 Every model a checker hands to learner code lives on `default_device()`, the device notebook
 04's setup cell calls DEVICE (CUDA when present), and prompts are CPU tensors as in the
@@ -26,6 +27,20 @@ rest below 1e-30: 6.1e-7):
 - speculative_generate, bonus token: with draft == target every round emits K+1 tokens; on a
   close toy pair, runs that accepted all K drafts (stats['rounds'] == 1) end with a token drawn
   from p_{K+1} at temperature T (K = 1 at T = 1, K = 2 at T = 0.5; exact tests, 1e-7 each).
+- speculative_generate_cached: the same greedy (K = 0..8), stats, distribution, bonus-token (close
+  pair only) and reproducibility checks on toy pairs with the cache API (the same budgets: 6.1e-7 in
+  all), and a feeding check (deterministic): greedy runs on `specdec.toy.text_pair`, whose models
+  record what they are fed, judged position by position (`feeding_problem`). Named there: a plain
+  model(ids) call; the target's rollback one position short (a rejected draft's entry kept) or one
+  too far (the last accepted token dropped); the draft never rolled back; the draft never fed the
+  correction or bonus token; tokens fed again (a cache rebuilt each round). A counter mismatch at
+  T = 0 that a feeding mistake explains costs the feeding cell, not the stats cell.
+  What still passes: a loop that feeds each model correctly on text_pair's runs (K = 1, 2, 4, 24
+  tokens) but not on others (say only for K > 4), when its output on the shipped pair is also right;
+  a kernel that forges the toy models' records (the records come from the learner's kernel; this
+  only moves the feeding cell's 2 points, and preflight flags patched course helpers).
+  What could fail a correct answer: none found; a loop that re-feeds up to two tokens a round
+  (a harmless extra rollback) is allowed by the re-feeding threshold (prompt + 2 per round).
 Distributions are judged by statistical tests, never by the random stream.
 """
 from __future__ import annotations
@@ -36,9 +51,9 @@ import numpy as np
 import torch
 from scipy import stats as scipy_stats
 
-from solutions.checks._common import SEED, call, call_many, counts_match_pmf, fail
+from solutions.checks._common import SEED, CheckFailure, call, call_many, counts_match_pmf, fail
 from specdec.model import default_device, encode, load, model_device
-from specdec.toy import toy_pair
+from specdec.toy import TEXT_TOKENS, text_pair, toy_pair
 
 PROMPTS = ["import os\n\n\ndef walk(", "class Stack:\n    def push(self, item):\n        ", "    return {"]
 N_GREEDY = 24
@@ -56,8 +71,8 @@ def _pair():
     return _CACHE["pair"]
 
 
-def _toys(close: bool = False):
-    return toy_pair(default_device(), close=close)
+def _toys(close: bool = False, cache: bool = False):
+    return toy_pair(default_device(), close=close, cache=cache)
 
 
 @torch.no_grad()
@@ -197,26 +212,32 @@ def check_autoregressive_reproducible(autoregressive_generate) -> None:
                                            temperature=1.0, generator=gen), label, N_REPRO, strict=False), label)
 
 
-def check_speculative_reproducible(speculative_generate) -> None:
+def _speculative_reproducible(speculative_generate, name: str = "speculative_generate", cache: bool = False) -> None:
     """A seeded generator reproduces a sampled speculative run; the global generators play no part."""
     __tracebackhide__ = True
-    toy_target, toy_draft = _toys()
-    label = f"speculative_generate(toy_target, toy_draft, prompt, {N_REPRO}, K=3, temperature=1.0, generator=...)"
+    toy_target, toy_draft = _toys(cache=cache)
+    label = f"{name}(toy_target, toy_draft, prompt, {N_REPRO}, K=3, temperature=1.0, generator=...)"
     _reproducible(lambda gen: _spec(speculative_generate, toy_target, toy_draft, torch.tensor([0, 1]), N_REPRO, 3,
                                     temperature=1.0, generator=gen, label=label, n=N_REPRO)[0], label)
 
 
+def check_speculative_reproducible(speculative_generate) -> None:
+    __tracebackhide__ = True
+    _speculative_reproducible(speculative_generate)
+
+
+
 # ---------------------------------------------------------------- speculative_generate: greedy
 
-def check_speculative_greedy(speculative_generate) -> None:
+def _speculative_greedy(speculative_generate, name: str = "speculative_generate", cache: bool = False, Ks=(1, 2, 3, 5, K_MAX)) -> None:
     """temperature=0: output == the target's greedy output, several prompts, K = 1..8."""
     __tracebackhide__ = True
     target, draft = _pair()
     for prompt in PROMPTS:
         ids = encode(prompt)
         want = _want(prompt)
-        for K in (1, 2, 3, 5, K_MAX):
-            label = f"speculative_generate(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
+        for K in Ks:
+            label = f"{name}(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
             got, stats = _spec(speculative_generate, target, draft, ids.clone(), N_GREEDY, K, temperature=0,
                                label=label, n=N_GREEDY, strict=True)
             if got == want:
@@ -229,6 +250,12 @@ def check_speculative_greedy(speculative_generate) -> None:
             fail(f"{label} differs from the target's own greedy output: p_i is the row of target(ids + drafts) "
                  "just before draft i (row t predicts token t+1); keep drafts while they equal the target's "
                  "argmax, then emit the target's argmax.")
+
+
+def check_speculative_greedy(speculative_generate) -> None:
+    __tracebackhide__ = True
+    _speculative_greedy(speculative_generate)
+
 
 
 # ---------------------------------------------------------------- speculative_generate: stats
@@ -285,13 +312,13 @@ def _stats_add_up(stats, K, n, label):
              "correction, or the bonus token when all drafts are accepted).")
 
 
-def check_speculative_stats(speculative_generate) -> None:
+def _speculative_stats(speculative_generate, name: str = "speculative_generate", cache: bool = False) -> None:
     """rounds, proposed, accepted: exact at temperature 0 (for each allowed proposal size), and
     consistent at temperature 1."""
     __tracebackhide__ = True
     target, draft = _pair()
     for prompt, K in STATS_CASES:
-        label = f"speculative_generate(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
+        label = f"{name}(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
         _, got = _spec(speculative_generate, target, draft, encode(prompt), N_GREEDY, K, temperature=0,
                        label=label, n=N_GREEDY)
         _stats_add_up(got, K, N_GREEDY, label)
@@ -322,13 +349,19 @@ def check_speculative_stats(speculative_generate) -> None:
         fail(f"{label}: the counters do not match a greedy run: at temperature 0 every draft is the draft's "
              "argmax (q one-hot), so rounds (target calls), proposed and accepted drafts are the same on "
              "every run.")
-    toy_target, toy_draft = _toys()
+    toy_target, toy_draft = _toys(cache=cache)
     gen = torch.Generator().manual_seed(SEED)
     for K, n in ((3, 12), (2, 7)):
-        label = f"speculative_generate(toy_target, toy_draft, prompt, {n}, K={K}, temperature=1.0)"
+        label = f"{name}(toy_target, toy_draft, prompt, {n}, K={K}, temperature=1.0)"
         for _, got in _spec_runs(speculative_generate, 20, toy_target, toy_draft, torch.tensor([0]), n, K, label,
                                  temperature=1.0, generator=gen):
             _stats_add_up(got, K, n, label)
+
+
+def check_speculative_stats(speculative_generate) -> None:
+    __tracebackhide__ = True
+    _speculative_stats(speculative_generate)
+
 
 
 # ---------------------------------------------------------------- speculative_generate: sampling
@@ -351,15 +384,15 @@ def _first_token_mixture(p1, q_sample, q_test, resample) -> np.ndarray:
     return accept + (1 - accept.sum()) * resample(p1, q_test)
 
 
-def check_speculative_distribution(speculative_generate) -> None:
+def _speculative_distribution(speculative_generate, name: str = "speculative_generate", cache: bool = False) -> None:
     """First two emitted tokens ~ the target's joint distribution (toy pair, T = 1 and 0.5, K = 2).
     With K = 2 and two tokens no run reaches a bonus token: this cell judges acceptance and residual."""
     __tracebackhide__ = True
-    toy_target, toy_draft = _toys()
+    toy_target, toy_draft = _toys(cache=cache)
     for T in (1.0, 0.5):
         # Exact binomial tests on the 16 pairs, 3,000 runs: false failure below 1e-7 per temperature.
         gen = torch.Generator().manual_seed(SEED)
-        label = f"speculative_generate at temperature {T}"
+        label = f"{name} at temperature {T}"
         pairs = [tuple(tokens) for tokens, _ in _spec_runs(speculative_generate, N_SAMPLES, toy_target, toy_draft,
                                                             torch.tensor([0]), 2, 2, label, temperature=T, generator=gen)]
         if len(set(pairs)) == 1:
@@ -389,6 +422,12 @@ def check_speculative_distribution(speculative_generate) -> None:
                  "(the target's rows) as well as to q.")
         fail(f"{label}: the first two tokens do not follow the target's distribution (draw x ~ q, accept "
              "with probability min(1, p[x]/q[x]), resample from the residual).")
+
+
+def check_speculative_distribution(speculative_generate) -> None:
+    __tracebackhide__ = True
+    _speculative_distribution(speculative_generate)
+
 
 
 # ---------------------------------------------------------------- speculative_generate: bonus token
@@ -423,17 +462,18 @@ def _conditional_ok(groups: np.ndarray, cond: np.ndarray, level: float) -> bool:
     return True
 
 
-def check_speculative_bonus(speculative_generate) -> None:
+def _speculative_bonus(speculative_generate, name: str = "speculative_generate", cache: bool = False,
+                       same_pair: bool = True) -> None:
     """All K drafts accepted: the round adds a bonus token drawn from p_{K+1} at temperature T."""
     __tracebackhide__ = True
     # Draft == target (the toy target, whose rows are exact table lookups, so p == q bit for bit):
     # every draft is accepted, and every round emits K+1 tokens: ceil(N / (K+1)) rounds. One round
     # more is tolerated (a p/q a rounding error below 1 could reject one draft, and one short round
     # costs at most one extra round); without the bonus token it takes N/K rounds (12 and 8 here).
-    toy_target, _ = _toys()
+    toy_target, _ = _toys(cache=cache)
     gen = torch.Generator().manual_seed(SEED)
-    for K in (2, 3):
-        label = f"speculative_generate(toy_target, toy_target, prompt, {N_GREEDY}, K={K}, temperature=1.0)"
+    for K in ((2, 3) if same_pair else ()):
+        label = f"{name}(toy_target, toy_target, prompt, {N_GREEDY}, K={K}, temperature=1.0)"
         _, stats = _spec(speculative_generate, toy_target, toy_target, torch.tensor([0]), N_GREEDY, K,
                          temperature=1.0, generator=gen, label=label, n=N_GREEDY)
         if stats["rounds"] > -(-N_GREEDY // (K + 1)) + 1:
@@ -443,9 +483,9 @@ def check_speculative_bonus(speculative_generate) -> None:
     # A close toy pair (most rounds accept everything). A run of `n` = K+1 tokens with
     # stats['rounds'] == 1 accepted all K drafts; its last token is the bonus, whose law given the
     # token before it is p_T[that token]. Exact tests given the group sizes, 1e-7 per case.
-    toy_target, toy_draft = _toys(close=True)
+    toy_target, toy_draft = _toys(close=True, cache=cache)
     for K, n, T in BONUS_CASES:
-        label = f"speculative_generate(toy_target, toy_draft, prompt, {n}, K={K}, temperature={T})"
+        label = f"{name}(toy_target, toy_draft, prompt, {n}, K={K}, temperature={T})"
         p, q = toy_target.probs(T).numpy(), toy_draft.probs(T).numpy()
         gen = torch.Generator().manual_seed(SEED)
         groups = np.zeros((4, 4), dtype=int)
@@ -480,3 +520,198 @@ def check_speculative_bonus(speculative_generate) -> None:
                 fail(f"{label}: {hint}")
         fail(f"{label}: the bonus token (all K drafts accepted) does not follow the target's last row "
              "p_{K+1} = softmax(target row after the last draft / temperature).")
+
+
+def check_speculative_bonus(speculative_generate) -> None:
+    __tracebackhide__ = True
+    _speculative_bonus(speculative_generate)
+
+
+# ---------------------------------------------------------------- speculative_generate_cached
+#
+# The cached verifier has the contract of speculative_generate, so the same checks run on it (on the
+# toy pairs with the cache API), with K = 0 added to the greedy one (no drafts: cached plain
+# decoding, which notebook 04 times it against). What only a cache can get wrong is judged from what
+# each model was fed: `text_pair` records every call, and its tokens tell text from rejected drafts.
+
+CACHED = "speculative_generate_cached"
+LOG_PROMPT = list(range(6))   # text_pair's text is 0, 1, 2, ...: the prompt is its first 6 tokens
+LOG_CASES = (1, 2, 4)         # K of the runs whose feeding is judged (greedy, N_GREEDY new tokens each)
+
+
+def _text(n: int) -> list[int]:
+    """text_pair's greedy text: the prompt and the n tokens after it."""
+    return [t % TEXT_TOKENS for t in range(len(LOG_PROMPT) + n)]
+
+
+def _read_events(events, role: str) -> list[dict]:
+    """A recording model's events as checked plain data (they come from the learner's kernel)."""
+    __tracebackhide__ = True
+    if not isinstance(events, list):
+        fail(f"{CACHED}: the grader could not read what the {role} model was fed (was the model or its cache "
+             "replaced?).")
+    out = []
+    for ev in events:
+        try:
+            op = str(ev["op"])
+            item = dict(op=op, t=int(ev["t"]))
+            if op in ("call", "extend"):
+                item["fed"] = [int(x) for x in ev["fed"]]
+            if op == "extend":
+                item["before"] = [int(x) for x in ev["before"]]
+            out.append(item)
+        except (KeyError, TypeError, ValueError):
+            fail(f"{CACHED}: the grader could not read what the {role} model was fed (was the model or its "
+                 "cache replaced?).")
+    return out
+
+
+def _text_prefix(seq: list[int], text: list[int]) -> int:
+    """How many leading tokens of seq are the text."""
+    m = 0
+    while m < min(len(seq), len(text)) and seq[m] == text[m]:
+        m += 1
+    return m
+
+
+def feeding_problem(target_events, draft_events, text: list[int], n: int, K: int, label: str) -> str | None:
+    """What went wrong in feeding the caches, from text_pair's records (None: nothing). `text` is the
+    target's greedy text (prompt, the n new tokens and a margin). A correct loop's target cache only ever
+    holds text, each text token at its own position; the draft's holds text and then, within one
+    round, its own drafts (a rejected draft and everything drafted after it lie outside the text);
+    both models see every committed token; nothing is fed twice."""
+    n_prompt = len(LOG_PROMPT)
+    for role, events in (("target", target_events), ("draft", draft_events)):
+        if any(ev["op"] == "call" for ev in events):
+            return (f"{label} calls the {role} as {role}(ids), the plain call that recomputes the whole sequence: "
+                    f"use {role}.extend(ids, cache) and feed it only what its cache lacks.")
+    for ev in (e for e in target_events if e["op"] == "extend"):
+        before, fed = ev["before"], ev["fed"]
+        stale = [pos for pos, token in enumerate(before[:len(text)]) if token != text[pos]]
+        if stale and all(token >= TEXT_TOKENS for token in before[stale[0]:]):
+            if stale == [len(before) - 1]:
+                return (f"{label}: the target's cache still holds a rejected draft's entry when the next round "
+                        "starts: the rollback keeps one position too many; roll back to the prompt plus the "
+                        "accepted drafts (what it was fed and is still committed).")
+            return (f"{label}: the target's cache still holds rejected drafts when the next round starts: roll "
+                    "it back after every verification to the committed tokens it was fed.")
+        pos = len(before)
+        if not stale and fed and pos + 1 < len(text) and fed[0] != text[pos] and fed[0] == text[pos + 1]:
+            return (f"{label}: the target's cache lacks the last accepted token: the rollback drops one position "
+                    "too many, so the next round's tokens land one place early.")
+    for ev in (e for e in draft_events if e["op"] == "extend"):
+        before, seq = ev["before"], ev["before"] + ev["fed"]
+        for pos, token in enumerate(seq[:len(text)]):
+            if token == text[pos]:
+                continue
+            if token >= TEXT_TOKENS:  # a draft outside the text: rejected, or this round's own
+                if pos < len(before) and any(t < TEXT_TOKENS for t in seq[pos + 1:]):
+                    return (f"{label}: the draft's cache still holds rejected drafts of an earlier round: roll the "
+                            "draft's cache back after every round too, to the committed tokens it was fed.")
+                break
+            if pos >= len(before) and pos + 1 < len(text) and token == text[pos + 1]:
+                return (f"{label}: the draft model never saw a committed token (the correction or bonus token "
+                        "that ended a round): feed the draft every token its cache lacks before it drafts again.")
+            break  # judged below, once the draft's coverage is known
+    # The draft must keep up with the text: the last round that drafts starts at most K + 1 tokens
+    # before the last one it needs (a proposal capped at the tokens still needed minus one), and the
+    # draft sees the committed text up to there.
+    extends = [e for e in draft_events if e["op"] == "extend"]
+    if extends and K > 0:
+        seen = max(_text_prefix(e["before"] + e["fed"], text) for e in extends)
+        if seen < n_prompt + n - (K + 2):
+            return (f"{label}: the draft model stops seeing the text after a few rounds: feed it the correction or "
+                    "bonus token that ends each round (and anything else its cache lacks) before it drafts again.")
+    for role, events in (("target", target_events), ("draft", draft_events)):
+        for ev in (e for e in events if e["op"] == "extend"):
+            seq = ev["before"] + ev["fed"]
+            wrong = [pos for pos, token in enumerate(seq[:len(text)]) if token < TEXT_TOKENS and token != text[pos]
+                     and (role == "target" or pos < len(ev["before"]) or all(t < TEXT_TOKENS for t in seq[:pos]))]
+            if wrong:
+                return (f"{label}: the {role}'s cache holds a token at the wrong position: after each round its "
+                        "cache must hold exactly the committed tokens it has been fed, in order.")
+    for role, events in (("target", target_events), ("draft", draft_events)):
+        refed, seen = 0, 0
+        for ev in (e for e in events if e["op"] == "extend"):
+            start, seq = len(ev["before"]), ev["before"] + ev["fed"]
+            refed += max(0, min(seen, len(seq)) - start)  # positions this model had computed before
+            seen = max(seen, _text_prefix(seq, text))
+        rounds = sum(1 for e in target_events if e["op"] == "extend")
+        if refed > n_prompt + 2 * rounds:
+            return (f"{label} returns the right tokens, but the {role} is fed {refed} tokens it had already seen: the "
+                    "cache is not used. Keep one cache per model for the whole call, roll it back after a round, "
+                    "and feed only what it lacks.")
+    return None
+
+
+def _feeding(fn, K: int) -> str | None:
+    __tracebackhide__ = True
+    target, draft = text_pair(default_device())
+    label = f"{CACHED}(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
+    target.reset_events()
+    draft.reset_events()
+    out = call(fn, target, draft, torch.tensor(LOG_PROMPT), N_GREEDY, K, temperature=0)
+    tokens, _ = _spec_out(out, label, N_GREEDY, False)
+    problem = feeding_problem(_read_events(target.events, "target"), _read_events(draft.events, "draft"),
+                              _text(N_GREEDY + K_MAX + 2), N_GREEDY, K, label)
+    if problem is None and tokens != _text(N_GREEDY)[len(LOG_PROMPT):]:
+        return f"{label} differs from the target's greedy output."
+    return problem
+
+
+def cache_diagnosis(fn) -> str | None:
+    """The first feeding problem of a few greedy runs on text_pair, or None."""
+    __tracebackhide__ = True
+    for K in LOG_CASES:
+        problem = _feeding(fn, K)
+        if problem is not None:
+            return problem
+    return None
+
+
+def check_cached_greedy(speculative_generate_cached) -> None:
+    """temperature=0 on the shipped pair: the target's greedy output, K = 0..8; a mismatch is named
+    from what the models were fed (text_pair)."""
+    __tracebackhide__ = True
+    try:
+        _speculative_greedy(speculative_generate_cached, CACHED, True, (0, 1, 2, 3, 5, K_MAX))
+    except CheckFailure as failure:
+        diagnosis = cache_diagnosis(speculative_generate_cached)
+        fail(diagnosis or str(failure))
+
+
+def check_cached_feeding(speculative_generate_cached) -> None:
+    """Each model is fed only what its cache lacks: no plain calls, no rejected draft left in a cache,
+    no committed token skipped or fed twice (greedy runs on text_pair, K = 1, 2, 4)."""
+    __tracebackhide__ = True
+    problem = cache_diagnosis(speculative_generate_cached)
+    if problem is not None:
+        fail(problem)
+
+
+def check_cached_stats(speculative_generate_cached) -> None:
+    __tracebackhide__ = True
+    try:
+        _speculative_stats(speculative_generate_cached, CACHED, True)
+    except CheckFailure as failure:
+        # Counters off at T = 0 because a model was fed the wrong context count another run faithfully:
+        # that mistake costs the feeding cell (and the greedy one when the output changes), not this one.
+        if cache_diagnosis(speculative_generate_cached) is None:
+            raise failure from None
+
+
+def check_cached_distribution(speculative_generate_cached) -> None:
+    __tracebackhide__ = True
+    _speculative_distribution(speculative_generate_cached, CACHED, True)
+
+
+def check_cached_bonus(speculative_generate_cached) -> None:
+    __tracebackhide__ = True
+    # Not the draft == target round count: a draft cache fed the wrong context rejects drafts there
+    # too (the feeding cell's mistake); the close pair's first rounds still catch a missing bonus token.
+    _speculative_bonus(speculative_generate_cached, CACHED, True, same_pair=False)
+
+
+def check_cached_reproducible(speculative_generate_cached) -> None:
+    __tracebackhide__ = True
+    _speculative_reproducible(speculative_generate_cached, CACHED, True)
