@@ -153,6 +153,23 @@ def test_torch_generators_and_toy_models_cross_for_04(check, exercise, wrong):
     assert hint is not None and "`generator` argument" in hint, hint
 
 
+@pytest.mark.parametrize("wrong, phrase", [
+    ("cached_draft_no_rollback", "draft's cache still holds rejected drafts"),
+    ("cached_refeed", "the cache is not used"),
+])
+def test_what_the_toy_models_were_fed_crosses_for_04(wrong, phrase):
+    """The recording toy models (specdec.toy.text_pair) are rebuilt in the kernel and start every
+    call with an empty record, which comes back with the call's reply: the feeding check reaches
+    the verdict of a local call, for a correct loop and for mistakes only the record shows."""
+    import tests.answers_04 as answers
+
+    check = "a04.check_cached_feeding"
+    assert remote_verdict(check, COURSE["04"].reference().speculative_generate_cached) is None
+    hint = remote_verdict(check, getattr(answers, wrong))
+    assert hint is not None and phrase in hint, hint
+    assert hint == verdict(check, getattr(answers, wrong))
+
+
 def test_a_batch_of_calls_is_a_loop_of_calls():
     """RemoteFunction.many (what call_many uses in the judge) returns what a loop of local calls
     does: a generator shared by the calls advances through them and ends where the loop leaves it,
