@@ -6,7 +6,9 @@
 - `head_agreement`: how often each self-drafting head guesses right offline.
 The engine's proposers and loops are re-exported so that the notebook imports from one place;
 `pass_costs`, `cached_verify_costs` and `draft_cost` are the notebook's names for
-`specdec.timing.step_costs`, the one definition of c and verify(k).
+`specdec.timing.step_costs`, the one definition of c and verify(k); `pass_times` gives the
+absolute seconds behind `pass_costs` (the roofline fit of section 3 needs seconds, not ratios)
+and `pass_ratios` turns them into the same costs.
 
 Deliberately absent: prompt lookup itself. `PromptLookup(fn, n)` takes the lookup function as an
 argument, and notebook 05 passes the learner's `ngram_propose`.
@@ -18,7 +20,7 @@ import statistics
 import torch
 
 from specdec.engine import MAX_ADAPTIVE_K, DraftModel, Heads, PromptLookup, plain, speculate  # noqa: F401
-from specdec.timing import capped_repeats, step_costs, timed  # noqa: F401
+from specdec.timing import capped_repeats, costs_from, step_costs, step_times, timed  # noqa: F401
 
 
 def vllm_counters(stats: dict) -> dict:
@@ -58,11 +60,26 @@ def compare(target, proposers: dict, workloads: dict, n: int, K: int = 4, schedu
     return rows
 
 
+def pass_times(target, positions=range(1, 10), batches=(1,), repeats: int = 9) -> dict:
+    """{(batch, k): seconds}: the fastest of `repeats` interleaved plain calls over k positions of
+    `batch` sequences, no context, no cache (`step_times` with cached=False; k = 1 always included)."""
+    out = {}
+    for b in batches:
+        times = step_times(target, positions=positions, context=0, batch=b, cached=False, repeats=repeats)
+        out.update({(b, k): min(ts) for (_, k), ts in times.items()})
+    return out
+
+
+def pass_ratios(seconds: dict) -> dict:
+    """{(batch, k): verify(k) at that batch} from `pass_times`: each time over the 1-position time of
+    its batch, the ratio of fastest times that `specdec.timing.costs_from` defines."""
+    return {(b, k): t / seconds[(b, 1)] for (b, k), t in seconds.items()}
+
+
 def pass_costs(target, positions=range(1, 10), batches=(1,), repeats: int = 9) -> dict:
     """{(batch, k): verify(k) at that batch}: plain calls over k positions, no context, no cache
     (`step_costs` with cached=False): how the verification cost grows with positions and batch."""
-    return {(b, k): v for b in batches
-            for k, v in step_costs(target, positions=positions, context=0, batch=b, cached=False, repeats=repeats).items()}
+    return pass_ratios(pass_times(target, positions, batches, repeats))
 
 
 def cached_verify_costs(target, positions=range(1, 10), context: int = 120, repeats: int = 7) -> dict:

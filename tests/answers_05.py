@@ -142,11 +142,84 @@ def positional_float32(alphas):
     return float(np.float32(1) + np.cumprod(a, dtype=np.float32).sum(dtype=np.float32))
 
 
+
+def roofline_if_else(batch, tokens, context, model, hardware):
+    """Explicit if/else instead of max, dict access via .get, the two times named."""
+    memory = (model.get("params") * model.get("bytes_per_param")
+              + batch * context * model.get("kv_bytes_per_token")) / hardware.get("bandwidth")
+    compute = batch * tokens * (2.0 * model.get("params") + context * model.get("attn_flops_per_pair")) / hardware.get("flops")
+    if compute > memory:
+        return compute
+    return memory
+
+
+def roofline_units(batch, tokens, context, model, hardware):
+    """GB and GFLOP throughout, numpy, converted back to seconds."""
+    gigabytes = np.float64(model["params"]) * model["bytes_per_param"] / 1e9 \
+        + np.float64(batch) * context * model["kv_bytes_per_token"] / 1e9
+    gflops = np.float64(batch) * tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context) / 1e9
+    return float(np.maximum(gigabytes / (hardware["bandwidth"] / 1e9), gflops / (hardware["flops"] / 1e9)))
+
+
+def roofline_float32(batch, tokens, context, model, hardware):
+    """Single precision (about 7 digits), numpy's max."""
+    f = np.float32
+    weights = f(model["params"]) * f(model["bytes_per_param"])
+    cache = f(batch) * f(context) * f(model["kv_bytes_per_token"])
+    flops = f(batch) * f(tokens) * (f(2) * f(model["params"]) + f(model["attn_flops_per_pair"]) * f(context))
+    return np.max([(weights + cache) / f(hardware["bandwidth"]), flops / f(hardware["flops"])])
+
+
+def _pass_seconds(batch, tokens, context, model, hardware):
+    """A learner's own helper: the roofline time of one pass."""
+    nbytes = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    nflops = batch * tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context)
+    return max(nbytes / hardware["bandwidth"], nflops / hardware["flops"])
+
+
+def verification_via_helper(batch, K, context, model, hardware):
+    return _pass_seconds(batch, K + 1, context, model, hardware) / _pass_seconds(batch, 1, context, model, hardware)
+
+
+def verification_by_regime(batch, K, context, model, hardware):
+    """Both passes share the bytes time: 1 while memory-bound, else the flops time over the step's time."""
+    memory = (model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]) / hardware["bandwidth"]
+    per_token = (2 * model["params"] + model["attn_flops_per_pair"] * context) / hardware["flops"]
+    step = max(memory, batch * per_token)
+    verify = max(memory, batch * (K + 1) * per_token)
+    return verify / step
+
+
+def knee_bisection(batch, context, model, hardware):
+    """Bisection on total tokens (real numbers) until the flops time meets the bytes time, to 1e-12 relative."""
+    memory = (model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]) / hardware["bandwidth"]
+
+    def compute(total):
+        return total * (2 * model["params"] + model["attn_flops_per_pair"] * context) / hardware["flops"]
+
+    lo, hi = 0.0, 1.0
+    while compute(hi) < memory:
+        hi *= 2
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if compute(mid) < memory else (lo, mid)
+    return (lo + hi) / 2
+
+
+def knee_ridge(batch, context, model, hardware):
+    """The hardware's ridge (flops per byte) times the bytes a pass moves per flop it spends on a token."""
+    ridge = hardware["flops"] / hardware["bandwidth"]
+    moved = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    return ridge * moved / (2 * model["params"] + model["attn_flops_per_pair"] * context)
+
 CORRECT = {
     "expected_tokens_positional": [positional_loop, positional_horner, positional_float32],
     "speedup_general": [general_power_sum, general_via_cost],
     "ngram_propose": [ngram_backwards_str, ngram_numpy],
     "alpha_from_counters": [alpha_brentq, alpha_newton, alpha_roots, alpha_bisect_20, alpha_from_mean_length],
+    "roofline_time": [roofline_if_else, roofline_units, roofline_float32],
+    "verification_cost": [verification_via_helper, verification_by_regime],
+    "knee_tokens": [knee_bisection, knee_ridge],
 }
 
 # ---------------------------------------------------------------- wrong
@@ -348,6 +421,143 @@ def ngram_longest_continuation(context, K, n=2):
     return best
 
 
+
+def _wrong_pass(batch, tokens, context, model, hardware, *, weights_per_token=False, kv="batch", batch_flops=True,
+                combine=max, attention=True, flops_per_param=2, param_bytes=True):
+    """A learner's roofline with one slip (used by the wrong answers below)."""
+    weights = model["params"] * (model["bytes_per_param"] if param_bytes else 1) * (batch * tokens if weights_per_token else 1)
+    cache = {"batch": batch, "once": 1, "none": 0}[kv] * context * model["kv_bytes_per_token"]
+    flops = (batch if batch_flops else 1) * tokens * (
+        flops_per_param * model["params"] + (model["attn_flops_per_pair"] * context if attention else 0))
+    return combine((weights + cache) / hardware["bandwidth"], flops / hardware["flops"])
+
+
+def roofline_weights_per_token(batch, tokens, context, model, hardware):
+    weights = batch * tokens * model["params"] * model["bytes_per_param"]  # every token loads the weights
+    cache = batch * context * model["kv_bytes_per_token"]
+    flops = batch * tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context)
+    return max((weights + cache) / hardware["bandwidth"], flops / hardware["flops"])
+
+
+def roofline_no_kv(batch, tokens, context, model, hardware):
+    flops = batch * tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context)
+    return max(model["params"] * model["bytes_per_param"] / hardware["bandwidth"], flops / hardware["flops"])
+
+
+def roofline_kv_once(batch, tokens, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + context * model["kv_bytes_per_token"]  # one cache for all
+    flops = batch * tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context)
+    return max(nbytes / hardware["bandwidth"], flops / hardware["flops"])
+
+
+def roofline_no_batch_flops(batch, tokens, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    flops = tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context)  # tokens of one sequence
+    return max(nbytes / hardware["bandwidth"], flops / hardware["flops"])
+
+
+def roofline_sum(batch, tokens, context, model, hardware):
+    return _wrong_pass(batch, tokens, context, model, hardware, combine=lambda a, b: a + b)
+
+
+def roofline_no_attention(batch, tokens, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    return max(nbytes / hardware["bandwidth"], batch * tokens * 2 * model["params"] / hardware["flops"])
+
+
+def roofline_one_flop_per_param(batch, tokens, context, model, hardware):
+    return _wrong_pass(batch, tokens, context, model, hardware, flops_per_param=1)
+
+
+def roofline_param_count_as_bytes(batch, tokens, context, model, hardware):
+    return _wrong_pass(batch, tokens, context, model, hardware, param_bytes=False)
+
+
+def roofline_milliseconds(batch, tokens, context, model, hardware):
+    return 1e3 * _wrong_pass(batch, tokens, context, model, hardware)
+
+
+def roofline_array(batch, tokens, context, model, hardware):
+    """Right value, wrong type: a 1-element array."""
+    return np.atleast_1d(np.max([_wrong_pass(batch, tokens, context, model, hardware)]))
+
+
+def verification_no_batch(batch, K, context, model, hardware):
+    """The K+1 tokens of one sequence instead of B(K+1): the batch drops out of the flops."""
+    memory = (model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]) / hardware["bandwidth"]
+    per_token = (2 * model["params"] + model["attn_flops_per_pair"] * context) / hardware["flops"]
+    return max(memory, (K + 1) * per_token) / max(memory, per_token)
+
+
+def verification_batch_one_baseline(batch, K, context, model, hardware):
+    return _wrong_pass(batch, K + 1, context, model, hardware) / _wrong_pass(1, 1, context, model, hardware)
+
+
+def verification_K_baseline(batch, K, context, model, hardware):
+    return _wrong_pass(batch, K + 1, context, model, hardware) / _wrong_pass(batch, max(K, 1), context, model, hardware)
+
+
+def verification_compute_bound(batch, K, context, model, hardware):
+    return K + 1.0  # "scoring K+1 tokens costs K+1 passes"
+
+
+def verification_inverted(batch, K, context, model, hardware):
+    return _wrong_pass(batch, 1, context, model, hardware) / _wrong_pass(batch, K + 1, context, model, hardware)
+
+
+def verification_no_kv(batch, K, context, model, hardware):
+    return (_wrong_pass(batch, K + 1, context, model, hardware, kv="none")
+            / _wrong_pass(batch, 1, context, model, hardware, kv="none"))
+
+
+def verification_weights_per_token(batch, K, context, model, hardware):
+    return (_wrong_pass(batch, K + 1, context, model, hardware, weights_per_token=True)
+            / _wrong_pass(batch, 1, context, model, hardware, weights_per_token=True))
+
+
+def knee_per_sequence(batch, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    per_pass = hardware["flops"] * nbytes / hardware["bandwidth"] / (2 * model["params"] + model["attn_flops_per_pair"] * context)
+    return per_pass / batch  # tokens per sequence
+
+
+def knee_no_kv(batch, context, model, hardware):
+    return (hardware["flops"] / hardware["bandwidth"] * model["params"] * model["bytes_per_param"]
+            / (2 * model["params"] + model["attn_flops_per_pair"] * context))
+
+
+def knee_kv_once(batch, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + context * model["kv_bytes_per_token"]
+    return hardware["flops"] / hardware["bandwidth"] * nbytes / (2 * model["params"] + model["attn_flops_per_pair"] * context)
+
+
+def knee_no_attention(batch, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    return hardware["flops"] / hardware["bandwidth"] * nbytes / (2 * model["params"])
+
+
+def knee_inverted(batch, context, model, hardware):
+    nbytes = model["params"] * model["bytes_per_param"] + batch * context * model["kv_bytes_per_token"]
+    return hardware["bandwidth"] / hardware["flops"] * nbytes / (2 * model["params"] + model["attn_flops_per_pair"] * context)
+
+
+def knee_rounded(batch, context, model, hardware):
+    import math
+    return float(math.ceil(knee_ridge(batch, context, model, hardware)))  # "the first whole token count past the knee"
+
+
+def knee_bisect_per_sequence_times_batch(batch, context, model, hardware):
+    """Bisection on tokens per sequence with a roofline whose flops forget the batch, then times the batch."""
+    lo, hi = 0.0, 1e12
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        memory = _wrong_pass(batch, 0, context, model, hardware, batch_flops=False)
+        if _wrong_pass(batch, mid, context, model, hardware, batch_flops=False, combine=lambda a, b: b) < memory:
+            lo = mid
+        else:
+            hi = mid
+    return batch * (lo + hi) / 2
+
 WRONG = {
     "expected_tokens_positional": [(positional_no_one, "+1 is missing"), (positional_sum, "running product"),
                                    (positional_off_by_one, "off by one"), (positional_mean, "averaging"),
@@ -363,4 +573,18 @@ WRONG = {
                             (alpha_untruncated, "untruncated"), (alpha_one_rejection_per_round, "one rejection in every round"),
                             (alpha_floor_division, "integer division"), (alpha_no_edge_case, "every draft accepted"),
                             (alpha_whole_K, "not a whole number"), (alpha_mixture, "mixes rounds")],
+    "roofline_time": [(roofline_weights_per_token, "once per pass, not once per scored token"),
+                      (roofline_no_kv, "leave out the key/value cache"), (roofline_kv_once, "once per sequence"),
+                      (roofline_no_batch_flops, "forget the batch"), (roofline_sum, "not their sum"),
+                      (roofline_no_attention, "leave out attention"), (roofline_one_flop_per_param, "2 flops"),
+                      (roofline_param_count_as_bytes, "not the parameter count"), (roofline_milliseconds, "return seconds"),
+                      (roofline_array, "one number for scalar inputs")],
+    "verification_cost": [(verification_no_batch, "B(K+1)"), (verification_batch_one_baseline, "SAME batch"),
+                          (verification_K_baseline, "not K"), (verification_compute_bound, "ratio of the two roofline times"),
+                          (verification_inverted, "upside down"), (verification_no_kv, "key/value cache"),
+                          (verification_weights_per_token, "once per pass")],
+    "knee_tokens": [(knee_per_sequence, "tokens per sequence"), (knee_no_kv, "leave out the key/value cache"),
+                    (knee_kv_once, "once per sequence"), (knee_no_attention, "leave out attention"),
+                    (knee_inverted, "inverted"), (knee_rounded, "not rounded"),
+                    (knee_bisect_per_sequence_times_batch, "forget the batch")],
 }

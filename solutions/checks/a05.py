@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, SEED, CheckFailure, as_float_array, broadcasts_like_numpy, call, close, diagnose, fail, require_scalar,
+    HINT_EXPONENT_K, SEED, CheckFailure, as_float_array, broadcasts_like_numpy, call, call_many, close, diagnose, fail,
+    require_scalar,
     tokens_per_round,
 )
 from solutions.reference import a05_speculation_in_practice as ref
@@ -413,3 +414,252 @@ def check_alpha_from_counters_capped(alpha_from_counters) -> None:
     """A fractional K = drafted / drafts: the closed form alpha (1 - alpha**K) / (1 - alpha) with the real K."""
     __tracebackhide__ = True
     _check_counters(alpha_from_counters, _capped_cases(), CAPPED_MISTAKES + COUNTER_MISTAKES, capped=True)
+
+
+# ---------------------------------------------------------------- roofline: roofline_time, verification_cost, knee_tokens
+#
+# One forward pass in which each of `batch` sequences scores `tokens` new positions after `context` cached ones:
+#   bytes = params * bytes_per_param + batch * context * kv_bytes_per_token
+#   flops = batch * tokens * (2 * params + attn_flops_per_pair * context)
+#   time  = max(bytes / bandwidth, flops / peak flops)
+# Every known mistake is a change to one of those lines (a `_Roofline` below); the three checkers
+# compare with the reference on seeded random models, machines and shapes, and name the change
+# that reproduces every value the learner returned. Deterministic (no statistical test): a correct
+# answer cannot fail by chance.
+
+ROOF_RTOL = 1e-6  # float32 arithmetic (7 digits) is right; every known mistake is off by far more somewhere
+
+HINT_RT_WEIGHTS_PER_TOKEN = ("the weights are read once per pass, not once per scored token: every token of every "
+                             "sequence in the batch reuses the same weight bytes (only the key/value cache grows "
+                             "with the batch).")
+HINT_RT_NO_KV = ("the bytes leave out the key/value cache: every sequence also reads context x kv_bytes_per_token "
+                 "cached bytes in each pass.")
+HINT_RT_KV_ONCE = ("the key/value cache is read once per sequence, not once for the whole batch: each sequence has "
+                   "its own context, so the cache bytes are batch x context x kv_bytes_per_token.")
+HINT_RT_NO_BATCH = ("the flops forget the batch: a pass scores batch x tokens positions (B(K+1) when B sequences "
+                    "verify K drafts each), not the K+1 tokens of one sequence.")
+HINT_RT_SUM = ("the roofline takes the larger of the two times, max(bytes / bandwidth, flops / peak flops), not "
+               "their sum: memory traffic and arithmetic overlap.")
+HINT_RT_NO_ATTN = ("the flops leave out attention: each new token also spends attn_flops_per_pair on every one of "
+                   "the context tokens in its cache.")
+HINT_RT_HALF_FLOPS = ("a parameter costs 2 flops per scored token (one multiply and one add), so the weight flops "
+                      "are 2 x params per token, not params.")
+HINT_RT_PARAM_BYTES = "the weight bytes are params x bytes_per_param, not the parameter count."
+HINT_RT_SECONDS = "return seconds: bytes / (bytes per second) and flops / (flop per second), with no unit scaling."
+HINT_VC_BATCH_ONE = ("the baseline is a one-token pass of the SAME batch, roofline_time(batch, 1, ...), the plain "
+                     "decoding step that the round replaces, not a batch-1 pass.")
+HINT_VC_K_BASE = ("the baseline scores 1 token per sequence, not K: verification scores K+1 positions per sequence "
+                  "and is priced in plain decoding steps.")
+HINT_VC_CONSTANT = ("verify_cost is 1 only while the (K+1)-token pass stays memory-bound and K+1 only when both "
+                    "passes are compute-bound: take the ratio of the two roofline times.")
+HINT_VC_INVERTED = ("the ratio is upside down: verify_cost is the (K+1)-token pass divided by the one-token pass, "
+                    "at least 1.")
+HINT_KN_PER_SEQ = ("this is the knee in tokens per sequence; return the total tokens per pass (batch x tokens per "
+                   "sequence) at which flops / peak flops reaches bytes / bandwidth.")
+HINT_KN_ROUNDED = "return the crossing point as a real number, not rounded to a whole token."
+HINT_KN_INVERTED = ("the hardware ratio is inverted: at the knee tokens x flops per token / peak flops = bytes / "
+                    "bandwidth, so the tokens are peak flops x bytes / (bandwidth x flops per token).")
+
+
+class _Roofline:
+    """The course's roofline with at most one known mistake switched on."""
+
+    def __init__(self, weights_per_token=False, kv="batch", batch_flops=True, combine=max, attention=True,
+                 flops_per_param=2, param_bytes=True):
+        self.weights_per_token, self.kv, self.batch_flops, self.combine = weights_per_token, kv, batch_flops, combine
+        self.attention, self.flops_per_param, self.param_bytes = attention, flops_per_param, param_bytes
+
+    def bytes(self, batch, tokens, context, m):
+        weights = m["params"] * (m["bytes_per_param"] if self.param_bytes else 1)
+        if self.weights_per_token:
+            weights *= batch * tokens
+        kv = {"batch": batch, "once": 1, "none": 0}[self.kv] * context * m["kv_bytes_per_token"]
+        return float(weights + kv)
+
+    def flops_per_token(self, context, m):
+        return float(self.flops_per_param * m["params"] + (m["attn_flops_per_pair"] * context if self.attention else 0))
+
+    def time(self, batch, tokens, context, m, hw):
+        flops = (batch if self.batch_flops else 1) * tokens * self.flops_per_token(context, m)
+        return float(self.combine(self.bytes(batch, tokens, context, m) / hw["bandwidth"], flops / hw["flops"]))
+
+    def verification_cost(self, batch, K, context, m, hw):
+        return self.time(batch, K + 1, context, m, hw) / self.time(batch, 1, context, m, hw)
+
+    def knee(self, batch, context, m, hw):
+        """Total tokens per pass where the two terms are equal (nan where the mistake has no crossing)."""
+        per_token = self.flops_per_token(context, m) / hw["flops"]  # seconds of flops per scored token
+        if self.weights_per_token:  # both terms grow with the tokens: solve T per_token = (T W + kv) / bandwidth
+            slope = per_token - self.bytes(1, 1, 0, m) / hw["bandwidth"]
+            kv = (self.bytes(batch, 1, context, m) - self.bytes(1, 1, 0, m) * batch) / hw["bandwidth"]
+            return kv / slope if slope > 0 else float("nan")
+        tokens = self.bytes(batch, 1, context, m) / hw["bandwidth"] / per_token  # tokens per pass
+        return tokens * batch if not self.batch_flops else tokens  # a per-sequence solve, times the batch
+
+
+def _add(a, b):
+    return a + b
+
+
+ROOFLINE_MISTAKES = [  # (hint, the roofline with that mistake), tried in this order
+    (HINT_RT_WEIGHTS_PER_TOKEN, _Roofline(weights_per_token=True)),
+    (HINT_RT_NO_KV, _Roofline(kv="none")),
+    (HINT_RT_KV_ONCE, _Roofline(kv="once")),
+    (HINT_RT_NO_BATCH, _Roofline(batch_flops=False)),
+    (HINT_RT_SUM, _Roofline(combine=_add)),
+    (HINT_RT_NO_ATTN, _Roofline(attention=False)),
+    (HINT_RT_HALF_FLOPS, _Roofline(flops_per_param=1)),
+    (HINT_RT_PARAM_BYTES, _Roofline(param_bytes=False)),
+]
+
+
+def _machines(rng, n):
+    """n random (model, hardware) pairs: transformers from 1M to 200B parameters, grouped-query attention,
+    1-4 bytes per parameter; machines from 10 GB/s to 10 TB/s with 5 to 2000 flops per byte."""
+    out = []
+    for _ in range(n):
+        layers, head_dim = int(rng.integers(2, 81)), int(rng.choice([32, 64, 128]))
+        kv_heads = int(rng.choice([1, 2, 4, 8, 16]))
+        q_heads = kv_heads * int(rng.choice([1, 2, 4, 8]))
+        bpp = int(rng.choice([1, 2, 4]))
+        model = dict(params=int(10 ** rng.uniform(6, 11.3)), bytes_per_param=bpp,
+                     kv_bytes_per_token=2 * layers * kv_heads * head_dim * bpp,
+                     attn_flops_per_pair=4 * layers * q_heads * head_dim)
+        bandwidth = float(10 ** rng.uniform(10, 13))
+        out.append((model, dict(bandwidth=bandwidth, flops=bandwidth * float(10 ** rng.uniform(0.7, 3.3)))))
+    return out
+
+
+LLAMA_LIKE = (dict(params=8_030_261_248, bytes_per_param=2, kv_bytes_per_token=131_072, attn_flops_per_pair=524_288),
+              dict(bandwidth=3.35e12, flops=989e12))
+BATCHES, CONTEXTS = (1, 2, 3, 8, 16, 64, 256), (0, 1, 100, 1024, 4096, 32_768)
+
+
+def _shapes(rng, n):
+    """n (batch, tokens, context) triples, Python ints."""
+    return [(int(rng.choice(BATCHES)), int(rng.choice([1, 2, 3, 5, 9, 17, 64])), int(rng.choice(CONTEXTS)))
+            for _ in range(n)]
+
+
+def _roof_values(fn, name, calls):
+    __tracebackhide__ = True
+    values = call_many(fn, [(args, {}) for args in calls], name=name,
+                       on_error={KeyError: "use the dict keys of the notebook (model: params, bytes_per_param, "
+                                           "kv_bytes_per_token, attn_flops_per_pair; hardware: bandwidth, flops).",
+                                 ZeroDivisionError: "context may be 0 (no cache yet) and batch 1; nothing in the "
+                                                    "formulas divides by either."})
+    return [require_scalar(v, f"{name}({b}, {t}, {c}, model, hardware)") for v, (b, t, c, *_) in zip(values, calls)]
+
+
+def _roof_diagnose(got, calls, mistakes, rtol=ROOF_RTOL):
+    """The hint of the first (hint, wrong function) that reproduces every got value it defines."""
+    return diagnose(got, mistakes, calls, rtol=rtol)
+
+
+def _roof_calls(seed, per_machine=24, machines=14):
+    rng = np.random.default_rng(seed)
+    pairs = [LLAMA_LIKE] + _machines(rng, machines)
+    calls = []
+    for model, hw in pairs:
+        calls += [(b, t, c, model, hw) for b, t, c in _shapes(rng, per_machine)]
+        calls += [(1, 1, 0, model, hw), (64, 5, 32_768, model, hw), (256, 9, 1024, model, hw)]
+    return calls
+
+
+def check_roofline_time(roofline_time) -> None:
+    """roofline_time on a Llama-3-8B-like model on an H100-like machine and 14 random (model, machine)
+    pairs, 27 shapes each (batch 1-256, tokens 1-64, context 0-32768), within 1e-6 relative.
+
+    Which wrong answer still passes: one that agrees to 1e-6 on every sampled shape and goes wrong
+    only elsewhere (a special case for batches above 256, say), or one that breaks on numpy arrays
+    (arrays are not part of the API: the notebook calls it with numbers). Which correct answer
+    fails: none written to the notebook's formulas (if/else instead of max, numpy or math, .get,
+    float32, other units converted back to seconds all pass); a different model of the pass, such
+    as counting the new tokens' own keys and values in the bytes, fails on purpose, because the
+    notebook states which model is graded."""
+    __tracebackhide__ = True
+    calls = _roof_calls(SEED + 21)
+    got = _roof_values(roofline_time, "roofline_time", calls)
+    want = [ref.roofline_time(*args) for args in calls]
+    if close(got, want, rtol=ROOF_RTOL, atol=0):
+        return
+    hint = _roof_diagnose(got, calls, [(h, r.time) for h, r in ROOFLINE_MISTAKES])
+    if hint:
+        fail(f"roofline_time: {hint}")
+    ratios = np.array(got) / np.array(want)
+    if np.all(np.isfinite(ratios)) and np.allclose(ratios, ratios[0], rtol=1e-6) and \
+            any(np.isclose(ratios[0], s, rtol=1e-6) for s in (1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9, 1e12)):
+        fail(f"roofline_time: {HINT_RT_SECONDS}")
+    b, t, c, _, _ = calls[next(i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=ROOF_RTOL, atol=0))]
+    fail(f"roofline_time({b}, {t}, {c}, model, hardware) is wrong: bytes = params x bytes_per_param + batch x context "
+         "x kv_bytes_per_token, flops = batch x tokens x (2 params + attn_flops_per_pair x context), and the time is "
+         "the larger of bytes / bandwidth and flops / peak flops.")
+
+
+def check_verification_cost(verification_cost) -> None:
+    """verification_cost(batch, K, context, model, hardware) for K = 0..16 on the shapes of
+    check_roofline_time, within 1e-6 relative. The mistakes of roofline_time are named here too,
+    because a learner's verification_cost calls the learner's roofline_time.
+
+    Which wrong answer still passes: one right wherever a pass is memory-bound and wrong only in a
+    compute-bound regime never sampled (the samples include both regimes on every machine, so none
+    is known), or one that treats K = 0 specially and wrongly only at K = 0 would fail (K = 0 is
+    sampled). Which correct answer fails: none known; an inline formula, an if/else or a helper of
+    its own all pass."""
+    __tracebackhide__ = True
+    rng = np.random.default_rng(SEED + 22)
+    calls = [(b, int(rng.choice([0, 1, 2, 3, 4, 6, 8, 16])), c, m, hw) for b, _, c, m, hw in _roof_calls(SEED + 23)]
+    got = _roof_values(verification_cost, "verification_cost", calls)
+    want = [ref.verification_cost(*args) for args in calls]
+    if close(got, want, rtol=ROOF_RTOL, atol=0):
+        return
+    rt = _Roofline()
+    hint = _roof_diagnose(got, calls, [
+        (HINT_RT_NO_BATCH, ROOFLINE_MISTAKES[3][1].verification_cost),  # the "K+1 instead of B(K+1)" mistake first
+        (HINT_VC_BATCH_ONE, lambda b, K, c, m, hw: rt.time(b, K + 1, c, m, hw) / rt.time(1, 1, c, m, hw)),
+        (HINT_VC_K_BASE, lambda b, K, c, m, hw: rt.time(b, K + 1, c, m, hw) / rt.time(b, K, c, m, hw)),
+        (HINT_VC_K_BASE, lambda b, K, c, m, hw: rt.time(b, K + 1, c, m, hw) / rt.time(b, max(K, 1), c, m, hw)),
+        (HINT_VC_K_BASE, lambda b, K, c, m, hw: rt.time(b, K, c, m, hw) / rt.time(b, 1, c, m, hw) if K else 1.0),
+        (HINT_VC_CONSTANT, lambda b, K, c, m, hw: 1.0),
+        (HINT_VC_CONSTANT, lambda b, K, c, m, hw: K + 1.0),
+        (HINT_VC_INVERTED, lambda b, K, c, m, hw: 1.0 / rt.verification_cost(b, K, c, m, hw)),
+    ] + [(h, r.verification_cost) for h, r in ROOFLINE_MISTAKES])
+    if hint:
+        fail(f"verification_cost: {hint}")
+    b, K, c, _, _ = calls[next(i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=ROOF_RTOL, atol=0))]
+    fail(f"verification_cost({b}, {K}, {c}, model, hardware) is wrong: it is roofline_time(batch, K+1, ...) / "
+         "roofline_time(batch, 1, ...), both passes over the same batch and context.")
+
+
+def check_knee_tokens(knee_tokens) -> None:
+    """knee_tokens(batch, context, model, hardware) on the machines of check_roofline_time, within 1e-6
+    relative (bisection to 1e-9, brentq and the closed form all meet it).
+
+    Which wrong answer still passes: the sum-instead-of-max mistake, which cannot reach the knee (the
+    knee is where the two terms are equal, whatever combines them), and a knee found by bisection on
+    a wrong roofline whose mistake vanishes where the terms are equal. Which correct answer fails: a
+    knee rounded to whole tokens (named: the exercise asks for the real crossing), and a bisection
+    stopped early, above 1e-6 relative."""
+    __tracebackhide__ = True
+    rng = np.random.default_rng(SEED + 24)
+    calls = [(b, c, m, hw) for b, _, c, m, hw in _roof_calls(SEED + 25, per_machine=10)]
+    calls += [(int(rng.choice(BATCHES)), int(rng.choice(CONTEXTS)), m, hw) for m, hw in _machines(rng, 40)]
+    values = call_many(knee_tokens, [(args, {}) for args in calls], name="knee_tokens",
+                       on_error={KeyError: "use the dict keys of the notebook (model: params, bytes_per_param, "
+                                           "kv_bytes_per_token, attn_flops_per_pair; hardware: bandwidth, flops)."})
+    got = [require_scalar(v, f"knee_tokens({b}, {c}, model, hardware)") for v, (b, c, *_) in zip(values, calls)]
+    want = [ref.knee_tokens(*args) for args in calls]
+    if close(got, want, rtol=ROOF_RTOL, atol=0):
+        return
+    rt = _Roofline()
+    hint = _roof_diagnose(got, calls, [
+        (HINT_KN_PER_SEQ, lambda b, c, m, hw: rt.knee(b, c, m, hw) / b),
+        (HINT_KN_INVERTED, lambda b, c, m, hw: rt.bytes(b, 1, c, m) * hw["bandwidth"] / (hw["flops"] * rt.flops_per_token(c, m))),
+    ] + [(h, r.knee) for h, r in ROOFLINE_MISTAKES if r.combine is max and not r.weights_per_token])
+    if hint:
+        fail(f"knee_tokens: {hint}")
+    if all(np.isfinite(g) and g == round(g) and abs(g - w) <= 1 for g, w in zip(got, want)):
+        fail(f"knee_tokens: {HINT_KN_ROUNDED}")
+    b, c, _, _ = calls[next(i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=ROOF_RTOL, atol=0))]
+    fail(f"knee_tokens({b}, {c}, model, hardware) is wrong: it is the total tokens T per pass (all sequences) at which "
+         "T x flops per token / peak flops equals bytes / bandwidth.")

@@ -12,8 +12,8 @@ import torch
 from specdec.heads import load_heads
 from specdec.model import decode, encode, load
 from specdec.practice import (
-    DraftModel, Heads, PromptLookup, cached_verify_costs, compare, draft_cost, head_agreement, pass_costs,
-    speculate, vllm_counters,
+    DraftModel, Heads, PromptLookup, cached_verify_costs, compare, draft_cost, head_agreement, pass_ratios,
+    pass_times, speculate, vllm_counters,
 )
 
 
@@ -30,6 +30,28 @@ def speedup_general(alpha, K, c, verify_cost):
         tokens = np.where(alpha == 1.0, K + 1.0, (1.0 - alpha ** (K + 1)) / (1.0 - alpha))
     out = tokens / (K * c + verify_cost)
     return float(out) if out.ndim == 0 else out
+
+
+def roofline_time(batch, tokens, context, model, hardware):
+    """Seconds of one pass: max(bytes / bandwidth, flops / peak flops) for `batch` sequences that each
+    score `tokens` new positions after `context` cached ones."""
+    weight_bytes = model["params"] * model["bytes_per_param"]  # read once per pass, whatever the batch
+    cache_bytes = batch * context * model["kv_bytes_per_token"]  # every sequence reads its own cache
+    flops = batch * tokens * (2 * model["params"] + model["attn_flops_per_pair"] * context)
+    return float(max((weight_bytes + cache_bytes) / hardware["bandwidth"], flops / hardware["flops"]))
+
+
+def verification_cost(batch, K, context, model, hardware):
+    """Time of a pass over K+1 positions per sequence / a pass over 1, same batch and context."""
+    return roofline_time(batch, K + 1, context, model, hardware) / roofline_time(batch, 1, context, model, hardware)
+
+
+def knee_tokens(batch, context, model, hardware):
+    """Total tokens per pass (all sequences) at which flops / peak flops equals bytes / bandwidth."""
+    bytes_time = (model["params"] * model["bytes_per_param"]
+                  + batch * context * model["kv_bytes_per_token"]) / hardware["bandwidth"]
+    flops_per_token = 2 * model["params"] + model["attn_flops_per_pair"] * context
+    return float(bytes_time * hardware["flops"] / flops_per_token)
 
 
 def ngram_propose(context, K, n=2):
