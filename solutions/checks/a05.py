@@ -557,11 +557,11 @@ def _roof_diagnose(got, calls, mistakes, rtol=ROOF_RTOL):
 
 
 def _roof_calls(seed, per_machine=24, machines=14):
-    rng = np.random.default_rng(seed)
-    pairs = [LLAMA_LIKE] + _machines(rng, machines)
+    draw = np.random.default_rng(seed)
+    pairs = [LLAMA_LIKE] + _machines(draw, machines)
     calls = []
     for model, hw in pairs:
-        calls += [(b, t, c, model, hw) for b, t, c in _shapes(rng, per_machine)]
+        calls += [(b, t, c, model, hw) for b, t, c in _shapes(draw, per_machine)]
         calls += [(1, 1, 0, model, hw), (64, 5, 32_768, model, hw), (256, 9, 1024, model, hw)]
     return calls
 
