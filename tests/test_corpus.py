@@ -189,7 +189,14 @@ def graded_corpus(mode, tmp_path_factory, students=ALL_CASES):
             os.environ.pop("COURSE_SANDBOX_BWRAP", None)
         else:
             os.environ["COURSE_SANDBOX_BWRAP"] = saved
-        subprocess.run(["pkill", "-f", "sleep 4321"], capture_output=True)  # what the fallback let escape
+        subprocess.run(["pkill", "-f", _sleeper(mode)], capture_output=True)  # what the fallback let escape
+
+
+def _sleeper(mode):
+    """The command line of the leaves_process learner's background process under `mode`. The two
+    corpora grade side by side under pytest-xdist and share the machine's process table, so each
+    gets its own: the bubblewrap run must not count (or the fallback run kill) the other's."""
+    return f"sleep {4321 if mode == sandbox.BWRAP else 4322}"
 
 
 @pytest.fixture(scope="module", params=[_bubblewrap()], ids=["bubblewrap"])
@@ -217,6 +224,8 @@ def _grade_corpus(tmp_path_factory, mode, students):
         nb = nbformat.read(good, as_version=4)
         if edit:
             edit(nb)
+            for cell in nb.cells:
+                cell.source = cell.source.replace("sleep 4321", _sleeper(mode))
         nbformat.write(nb, folder / name)
 
     submit("good", f"{A}.ipynb")
@@ -238,7 +247,7 @@ def _grade_corpus(tmp_path_factory, mode, students):
     artifact = ARTIFACT.with_name(f"corpus-report-{'bubblewrap' if mode == sandbox.BWRAP else 'fallback'}.md")
     artifact.parent.mkdir(parents=True, exist_ok=True)
     artifact.write_text(text)  # the corpus run's summary and integrity report, for the record
-    escaped = subprocess.run(["pgrep", "-f", "sleep 4321"], capture_output=True, text=True).stdout.split()
+    escaped = subprocess.run(["pgrep", "-f", _sleeper(mode)], capture_output=True, text=True).stdout.split()
     return dict(root=root, alone=alone, runs=runs, report=text, mode=mode, escaped_processes=escaped,
                 students=students)
 
