@@ -33,6 +33,8 @@ SLOW_MODULES = {
     "test_fast_reference",  # the benchmark's loop for K = 1..8 on three prompts
     "test_learner_env",  # kernels in a learner environment built for the test
     "test_trees",  # notebook 06's trees decoded on the shipped pair
+    "test_exchange",  # a cohort of three through nbgrader's exchange, graded twice
+    "test_hub",  # the same through a local JupyterHub and the learners' servers
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
 SLOW_CHECKERS = {"04"}  # notebooks whose checkers run the shipped model (greedy check: about 80 s CPU per answer)
