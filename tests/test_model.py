@@ -29,7 +29,15 @@ def test_hidden_states_are_part_of_the_public_call(model):
     assert h.shape == (1, ids.shape[1], model.config.d_model)
     assert torch.equal(logits, model(ids)) and torch.allclose(model.head(h), logits, atol=1e-6)
     cached_logits, cached_h = model.extend(ids, model.new_cache(), hidden=True)
-    assert torch.allclose(cached_logits, logits, atol=1e-5) and torch.allclose(cached_h, h, atol=1e-5)
+    assert close(cached_logits, logits) and close(cached_h, h)
+
+
+def close(a, b):
+    """Equal up to float32 summation order: the cached call multiplies matrices of other shapes
+    than the plain call, so BLAS may sum in another order (CI saw 1e-5-sized differences on
+    logits of size 10 with 1e-5 tolerances). A stale or missing cache entry moves logits by far
+    more than 1e-3, so this still catches every cache mistake."""
+    return torch.allclose(a, b, atol=1e-4, rtol=1e-4)
 
 
 @torch.no_grad()
@@ -40,18 +48,18 @@ def test_cache_matches_plain_call_across_appends_and_rollbacks(model):
     cache = model.new_cache()
     pieces = [(0, 40), (40, 41), (41, 50)]        # a prompt, one token, a block of drafts
     for a, b in pieces:
-        assert torch.allclose(model.extend(ids[:, a:b], cache), full[:, a:b], atol=1e-5, rtol=1e-5)
+        assert close(model.extend(ids[:, a:b], cache), full[:, a:b])
     cache.rollback(44)                             # reject the last 6 drafts
     assert cache.length == 44
-    assert torch.allclose(model.extend(ids[:, 44:60], cache), full[:, 44:60], atol=1e-5, rtol=1e-5)
+    assert close(model.extend(ids[:, 44:60], cache), full[:, 44:60])
     cache.rollback(60)
     for t in range(60, 70):                        # token by token
-        assert torch.allclose(model.extend(ids[:, t:t + 1], cache), full[:, t:t + 1], atol=1e-5, rtol=1e-5)
+        assert close(model.extend(ids[:, t:t + 1], cache), full[:, t:t + 1])
     # A rollback followed by DIFFERENT tokens: the stale entries must be overwritten, not reused.
     other = ids.clone()
     other[0, 65:75] = torch.randint(32, 127, (10,), generator=gen)
     cache.rollback(65)
-    assert torch.allclose(model.extend(other[:, 65:75], cache), model(other)[:, 65:75], atol=1e-5, rtol=1e-5)
+    assert close(model.extend(other[:, 65:75], cache), model(other)[:, 65:75])
 
 
 def test_greedy_sample_is_python_like():
