@@ -64,3 +64,14 @@ from coursekit.judge import JudgedExecute  # noqa: E402
 # nbgrader 0.9.6's own list, with JudgedExecute in the place of Execute (tests/test_judge.py checks it)
 c.Autograde.autograde_preprocessors = [JudgedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+
+# Measurement cells (tagged `measurement` in source/: timings, fitted curves and comparisons on
+# the shipped models, and the cells that read their results) and 02's slider explorer (tagged
+# `explorer`: nobody moves its sliders in a graded run) are not run while grading: no grade
+# depends on them, and the measurements were most of a submission's grading time (05's took
+# 23-85 s a submission on the 2-core course machine, depending on its load). Their output in
+# the autograded notebook and the feedback is a one-line note.
+# Graded and solution cells always run, whatever their tags. To run them as well (the learner's
+# figures in the feedback): COURSE_GRADE_MEASUREMENTS=1 make grade, or set this to True.
+c.JudgedExecute.skip_tags = ["measurement", "explorer"]
+c.JudgedExecute.run_measurements = False

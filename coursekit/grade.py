@@ -30,17 +30,22 @@ grading data and the other learners' scratch roots as well as its own.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
+import subprocess
 import sys
-import threading
+import tarfile
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
 
-from coursekit.nbg import NotebookResult, grade_submission, run, scratch_root
+from coursekit.batch import run_generate, run_learner
+from coursekit.nbg import NotebookResult, classify, grade_submission, preflights, run, scratch_root
 from coursekit.sandbox import SCRATCH_ROOTS as SCRATCH  # per-learner roots, inside the course root
 
 
@@ -92,10 +97,148 @@ def _merge(root: Path, scratch: Path, rows: list[NotebookResult]) -> None:
     shutil.rmtree(scratch)
 
 
+CONFIG_NAMES = ("nbgrader_config.py", "grader_config.py")
+SCRATCH_ENV = "COURSE_GRADING_SCRATCH"  # where a worker unpacks its tasks (default: the temp folder)
+
+
+def _pack(base: Path, names: list[str]) -> bytes:
+    """A gzipped tar of the paths `names` (relative to `base`) that exist."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in names:
+            if (base / name).exists():
+                tar.add(base / name, arcname=name)
+    return buf.getvalue()
+
+
+def _unpack(data: bytes, dest: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+
+
+def course_bundle(root: Path, assignments: list[str]) -> bytes:
+    """What every worker needs of the course, sent once per run: the configuration, the source
+    notebooks of the graded assignments and a gradebook that knows their grade cells and no
+    learner (so its size does not grow with the cohort). nbgrader makes it: one generate_assignment
+    run in a scratch copy of the course."""
+    with tempfile.TemporaryDirectory(prefix="coursekit-bundle-") as tmp:
+        course = scratch_root(Path(tmp) / "course", root / "source", [root / c for c in CONFIG_NAMES], assignments)
+        proc = generate(course, assignments)
+        if proc.returncode != 0:
+            raise RuntimeError(f"generate_assignment failed in {course}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        return _pack(course, [*CONFIG_NAMES, "source", "gradebook.db"])
+
+
+def generate(root: Path, assignments: list[str]) -> subprocess.CompletedProcess:
+    """`nbgrader generate_assignment A --force` for each of `assignments`, in one process (it
+    records the assignments and their grade cells in root's gradebook; autograde needs them)."""
+    return run_generate(root, assignments)
+
+
+def learner_record(gradebook: Path, student: str, work: list[str]) -> dict:
+    """What the course gradebook says about `student` that grading needs: their name and email
+    (kept in the merge) and any extension granted on the assignments in `work` (late penalties)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    record: dict = {"student": {}, "extensions": {}}
+    if not gradebook.exists():
+        return record
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        try:
+            who = gb.find_student(student)
+            record["student"] = dict(first_name=who.first_name, last_name=who.last_name, email=who.email,
+                                     lms_user_id=who.lms_user_id)
+        except MissingEntry:
+            return record
+        for assignment in work:
+            try:
+                extension = gb.find_submission(assignment, student).extension
+            except MissingEntry:
+                continue
+            if extension is not None:
+                record["extensions"][assignment] = extension
+    return record
+
+
+def _apply_record(gradebook: Path, student: str, record: dict) -> None:
+    from nbgrader.api import Gradebook
+
+    if not record.get("student") and not record.get("extensions"):
+        return
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        gb.update_or_create_student(student, **record.get("student", {}))
+        for assignment, extension in record.get("extensions", {}).items():
+            gb.update_or_create_submission(assignment, student, extension=extension)
+
+
+def grade_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None
+                  ) -> dict[tuple[str, str], list[NotebookResult]]:
+    """Every submission of `student` in `work`, graded in course root `root` by one nbgrader process
+    (coursekit.batch: autograde, then feedback, per assignment; each submission within `timeout`
+    seconds), read and classified exactly as `grade_submission` does it."""
+    checks = {a: preflights(root, a, student) for a in work}
+    procs = run_learner(root, student, work, timeout, env)
+    return {(student, a): classify(root, a, student, checks[a], *procs[a]) for a in work}
+
+
+def grade_learner_task(course: bytes, student: str, work: list[str], submission: bytes, record: dict,
+                       timeout: float, protect: list[str], threads: int, run_id: str
+                       ) -> tuple[dict[tuple[str, str], list[NotebookResult]], bytes]:
+    """One learner, on whichever machine runs the task: the course (`course_bundle`) and their
+    submissions (a tar of submitted/<student>/) arrive as bytes and are unpacked into a scratch
+    course root of this run, `<scratch>/coursekit-grading/<run>/.grading/<student>/` (the same
+    layout as a learner's scratch root inside a course root, so the sandbox protects the run's
+    other learners the same way); the results go back as data: the rows and a tar of the learner's
+    autograded/ and feedback/ folders and the scratch gradebook, which the main process merges.
+    Nothing stays behind. A task that is run again (its worker died) starts from a clean folder."""
+    base = Path(os.environ.get(SCRATCH_ENV) or tempfile.gettempdir()).resolve() / "coursekit-grading" / run_id
+    scratch = base / SCRATCH / student
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    try:
+        _unpack(course, scratch)
+        _unpack(submission, scratch)
+        _apply_record(scratch / "gradebook.db", student, record)
+        env = {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        # the sandbox also guards this run's other learners and the main course root's grading data
+        env["COURSE_SANDBOX_PROTECT"] = os.pathsep.join([str(base), *protect])
+        rows = grade_learner(scratch, student, work, timeout, env)
+        return rows, _pack(scratch, [f"autograded/{student}", f"feedback/{student}", "gradebook.db"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for empty in (base / SCRATCH, base, base.parent):
+            try:
+                empty.rmdir()
+            except OSError:
+                break
+
+
+def _client(jobs: int, scheduler: str | None):
+    """A Dask client: of the cluster at `scheduler`, or of a local one (closed by the caller): a
+    scheduler and `jobs` single-threaded workers, each its own `dask spec` process, as they would
+    be started by hand on other machines (README), so nothing depends on how the caller's own
+    program was started (multiprocessing's spawn would re-import it)."""
+    import logging
+
+    from distributed import Client
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    if scheduler:
+        return Client(scheduler), None
+    cluster = SubprocessCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None,
+                                worker_kwargs={"memory_limit": 0}, silence_logs=logging.ERROR)
+    client = Client(cluster)
+    client.wait_for_workers(jobs, timeout=300)
+    return client, cluster
+
+
 def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
-          per_submission_timeout: float = 900, jobs: int = 1) -> list[NotebookResult]:
-    """Grade the submissions under root/submitted (all, or only these assignments/students);
-    `jobs` learners at a time (1: stock nbgrader in `root` itself, one submission after another)."""
+          per_submission_timeout: float = 900, jobs: int = 1, scheduler: str | None = None) -> list[NotebookResult]:
+    """Grade the submissions under root/submitted (all, or only these assignments/students):
+    `jobs` 1 (and no scheduler): stock nbgrader in `root` itself, one submission after another;
+    otherwise one task per learner on a Dask cluster (`scheduler`'s, or a local one with `jobs`
+    workers), merged here."""
     submitted = root / "submitted"
     folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
     if assignments:
@@ -103,9 +246,7 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     if students:
         folders = [p for p in folders if p.parent.name in students]
     known = {p.name for p in (root / "source").iterdir() if p.is_dir()}
-    for assignment in sorted({p.name for p in folders} & known):
-        # records the assignment and its grade cells in the gradebook (autograde needs them)
-        run(root, "generate_assignment", assignment, "--force")
+    graded = sorted({p.name for p in folders} & known)
     rows: dict[tuple[str, str], list[NotebookResult]] = {}
     by_student: dict[str, list[str]] = {}
     for folder in folders:
@@ -115,51 +256,66 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
         else:
             by_student.setdefault(student, []).append(assignment)
     todo = sum(len(a) for a in by_student.values())
+    serial = jobs <= 1 and not scheduler
+    if graded:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            # the course gradebook must know the assignments (the merge needs them); the workers'
+            # gradebook too, made in a scratch copy: both at once
+            recorded = pool.submit(generate, root, graded)
+            bundle = None if serial or not by_student else pool.submit(course_bundle, root, graded)
+            proc = recorded.result()
+            if proc.returncode != 0:
+                raise RuntimeError(f"generate_assignment failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            bundle = bundle.result() if bundle else None
     bar = tqdm(total=len(rows) + todo, desc="grading", unit="submission")
     bar.update(len(rows))
-    jobs = max(1, min(jobs, len(by_student)))
-    if jobs == 1:
+    if serial:
         for student, work in by_student.items():
             for assignment in work:
                 rows[student, assignment] = grade_submission(root, assignment, student, per_submission_timeout)
                 bar.update()
         for assignment in sorted({a for work in by_student.values() for a in work}):
             run(root, "generate_feedback", assignment, "--force")
-    else:
-        threads = max(1, (os.cpu_count() or 1) // jobs)
-        env = {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-        env["COURSE_SANDBOX_PROTECT"] = str(root)  # the sandbox also guards the course root's grading data
-        lock = threading.Lock()
+    elif by_student:
+        from distributed import as_completed as completed
 
-        def learner(student: str, work: list[str]) -> tuple[Path, dict]:
-            scratch = root / SCRATCH / student
-            if scratch.exists():
-                shutil.rmtree(scratch)
-            scratch_root(scratch, root / "source", [root / c for c in ("nbgrader_config.py", "grader_config.py")],
-                         work, root / "gradebook.db", {(student, a): root / "submitted" / student / a for a in work})
-            out = {}
-            for assignment in work:
-                out[student, assignment] = grade_submission(scratch, assignment, student, per_submission_timeout, env)
-                if (scratch / "autograded" / student / assignment).exists():
-                    run(scratch, "generate_feedback", assignment, "--student", student, "--force", env=env)
-                with lock:
-                    bar.update()
-            return scratch, out
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(learner, student, work): (student, work) for student, work in by_student.items()}
-            for future in as_completed(futures):  # merged by this thread alone, one learner at a time
+        client, cluster = _client(jobs, scheduler)
+        try:
+            workers = max(1, len(client.scheduler_info()["workers"]))
+            threads = max(1, (os.cpu_count() or 1) // workers) if cluster else 1
+            course = client.scatter(bundle, broadcast=True)
+            run_id = uuid.uuid4().hex[:12]
+            futures = {}
+            for student, work in by_student.items():
+                submission = _pack(root, [f"submitted/{student}/{a}" for a in work])
+                future = client.submit(grade_learner_task, course, student, work, submission,
+                                       learner_record(root / "gradebook.db", student, work),
+                                       per_submission_timeout, [str(root)], threads, run_id,
+                                       key=f"grade-{run_id}-{student}", pure=False)
+                futures[future] = (student, work)
+            for future in completed(futures):  # merged by this process alone, one learner at a time
                 student, work = futures[future]
                 try:
-                    scratch, out = future.result()
+                    out, result = future.result()
                     rows.update(out)
+                    scratch = root / SCRATCH / student
+                    if scratch.exists():
+                        shutil.rmtree(scratch)
+                    scratch.mkdir(parents=True)
+                    _unpack(result, scratch)
                     _merge(root, scratch, [r for results in out.values() for r in results])
                 except Exception as exc:  # noqa: BLE001 - one learner's failure must not stop the cohort
                     for assignment in work:
                         results = rows.get((student, assignment)) or [NotebookResult(student, assignment, assignment)]
                         for r in results:
+                            r.graded = False
                             r.flags.append(f"grading failed: {type(exc).__name__}: {exc}"[:200])
                         rows[student, assignment] = results
+                bar.update(len(work))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
         if (root / SCRATCH).exists() and not any((root / SCRATCH).iterdir()):
             (root / SCRATCH).rmdir()
     bar.close()
@@ -167,7 +323,7 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     return [r for key in sorted(rows) for r in rows[key]]
 
 
-def report(rows: list[Row]) -> str:
+def report(rows: list[NotebookResult]) -> str:
     from coursekit.sandbox import BWRAP, mode
 
     how = mode()

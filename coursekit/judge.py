@@ -35,6 +35,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import Execute
+from traitlets import Bool, List, Unicode
 
 from coursekit.registry import verdict_call
 from solutions.checks.run import INTERRUPTED, verdict
@@ -204,10 +205,77 @@ def _error_output(hint: str) -> nbformat.NotebookNode:
                                   traceback=[f"\x1b[0;31mAssertionError\x1b[0m: {hint}"])
 
 
+PROFILE = "COURSE_GRADING_PROFILE"  # a file: where each graded notebook's time went, one json line
+MEASUREMENTS = "COURSE_GRADE_MEASUREMENTS"  # "1": run the measurement cells while grading too
+SKIPPED = ("not run while grading: this cell measures (timings, fits, comparisons on the shipped models) or is "
+           "an interactive explorer, and no grade depends on it; run it in your own notebook to see its output.\n")
+
+
 class JudgedExecute(Execute):
-    """nbgrader's Execute, with graded hidden test cells judged in this process."""
+    """nbgrader's Execute, with graded hidden test cells judged in this process.
+
+    Cells tagged with one of `skip_tags` (the course tags its measurement cells `measurement`:
+    timings, fits and comparisons that take most of a notebook's run time and that no grade
+    depends on, with every cell that reads their results; and 02's slider explorer `explorer`)
+    are not executed while grading, unless `run_measurements` is set or the
+    environment sets COURSE_GRADE_MEASUREMENTS=1; their output becomes a one-line note. Graded
+    and solution cells are always executed, whatever their tags. tests/test_grading_one.py checks
+    that the reference answers still score full marks with no error output anywhere.
+
+    Where the environment names a file in COURSE_GRADING_PROFILE, each notebook appends one json
+    line to it: the kernel's start-up, the learner's cells, the hidden checks, the other cells,
+    the skipped ones (make bench-grade's breakdown)."""
+
+    skip_tags = List(Unicode(), default_value=["measurement", "explorer"],
+                     help="Cells with one of these tags are not run while grading (no grade depends on them).").tag(config=True)
+    run_measurements = Bool(False, help="Run the cells tagged with skip_tags as well.").tag(config=True)
+
+    def _skipped(self, cell) -> bool:
+        if cell.cell_type != "code" or os.environ.get(MEASUREMENTS) == "1" or self.run_measurements:
+            return False
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") or meta.get("solution"):
+            return False
+        return bool(set(cell.metadata.get("tags", [])) & set(self.skip_tags))
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._times = {"startup": 0.0, "learner": 0.0, "hidden": 0.0, "other": 0.0, "skipped": 0}
+        self._t0, self._cells = time.monotonic(), []
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            path = os.environ.get(PROFILE)
+            if path:
+                import json
+
+                self._times["total"] = time.monotonic() - self._t0
+                self._times["slowest"] = sorted(self._cells, reverse=True)[:5]  # (seconds, kind, cell index)
+                with open(path, "a") as f:
+                    f.write(json.dumps({"notebook": (resources or {}).get("unique_key"), **self._times}) + "\n")
 
     def preprocess_cell(self, cell, resources, index):
+        times = getattr(self, "_times", None)
+        if times is not None and index == 0:
+            times["startup"] = time.monotonic() - self._t0  # the kernel came up before the first cell
+        if self._skipped(cell):
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=SKIPPED)]
+            cell.execution_count = None
+            if times is not None:
+                times["skipped"] += 1
+            return cell, resources
+        t0 = time.monotonic()
+        try:
+            return self._judged_cell(cell, resources, index)
+        finally:
+            if times is not None:
+                meta = cell.metadata.get("nbgrader", {})
+                kind = ("hidden" if meta.get("grade") and verdict_call(cell.source) else
+                        "learner" if meta.get("solution") else "other")
+                spent = time.monotonic() - t0
+                times[kind] += spent
+                self._cells.append((round(spent, 2), kind, index))
+
+    def _judged_cell(self, cell, resources, index):
         judged = None
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             judged = verdict_call(cell.source)

@@ -263,11 +263,22 @@ def grade_submission(root: Path, assignment: str, student: str, timeout: float =
     assignment (`nbgrader generate_assignment` first)."""
     import time
 
-    folder = Path(root) / "submitted" / student / assignment
-    checks = {nb: preflight(folder, nb) for nb in notebooks(root, assignment)}
+    checks = preflights(root, assignment, student)
     t0 = time.perf_counter()
     proc = run(root, "autograde", assignment, "--student", student, "--force", timeout=timeout, env=env)
-    seconds = time.perf_counter() - t0
+    return classify(root, assignment, student, checks, proc, time.perf_counter() - t0)
+
+
+def preflights(root: Path, assignment: str, student: str) -> dict[str, tuple[list[str], list[str]]]:
+    """`preflight` of each of the assignment's notebooks in root/submitted/<student>/<assignment>/."""
+    folder = Path(root) / "submitted" / student / assignment
+    return {nb: preflight(folder, nb) for nb in notebooks(root, assignment)}
+
+
+def classify(root: Path, assignment: str, student: str, checks: dict, proc: subprocess.CompletedProcess,
+             seconds: float) -> list[NotebookResult]:
+    """One result per notebook from an autograde run (`proc`: its exit status and output) and the
+    preflight `checks` made before it: what was graded, and why not where it was not."""
     out = []
     for nb, (problems, integrity) in checks.items():
         result = read(root, assignment, student, nb)

@@ -1,0 +1,160 @@
+"""One nbgrader process for all of one learner's submissions: `make grade`'s worker side.
+
+    python -m coursekit.batch STUDENT ASSIGNMENT ... --progress FILE      (cwd: a course root)
+
+Stock `nbgrader autograde` and `generate_feedback` are one process each, and each process pays
+nbgrader's and the course configuration's start-up (about 8-10 s on the 2-core course machine)
+before it grades anything. This module loads the configuration once, as every nbgrader command
+does (nbgrader_config.py in the working folder, which loads grader_config.py), and then runs
+nbgrader's own API (`NbGraderAPI.autograde`, then `NbGraderAPI.generate_feedback`) for each
+assignment in turn, in the same process. Each notebook keeps its own limits (nbgrader's
+per-cell timeout, the sandbox); the per-submission wall-clock limit is kept by the caller
+(`run_learner`), which watches the progress file, kills the whole process group of a submission
+that overruns, records it, and starts a new driver for the learner's remaining assignments.
+
+The progress file gets one json line per event ({"assignment", "event": "start" | "done",
+"returncode", "log", "error"}), written and flushed before the next submission starts: a file,
+not a pipe, so that a process left running by a learner's native code cannot block the reader.
+Only one learner's code ever runs in one driver (the checkers judge in this process), so what a
+submission might do to the process can only touch that learner's own other submissions.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _emit(progress: Path, **event) -> None:
+    with open(progress, "a") as f:
+        f.write(json.dumps(event) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _api():
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.apps.baseapp import NbGrader
+
+    app = NbGrader()  # reads nbgrader_config.py from the working folder, as `nbgrader autograde` does
+    app.initialize([])
+    return app, NbGraderAPI(coursedir=app.coursedir, parent=app)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("student", help="the learner; with --generate, the first assignment")
+    ap.add_argument("assignments", nargs="*")
+    ap.add_argument("--progress", type=Path)
+    ap.add_argument("--generate", action="store_true",
+                    help="only `generate_assignment --force` each assignment (records them in the gradebook)")
+    args = ap.parse_args(argv)
+    app, api = _api()
+    if args.generate:
+        failed = 0
+        for assignment in [args.student, *args.assignments]:
+            result = api.generate_assignment(assignment, force=True, create=True)
+            if not result["success"]:
+                failed = 1
+                print(result.get("log", ""), result.get("error", ""), sep="\n", file=sys.stderr)
+        return failed
+    for assignment in args.assignments:
+        _emit(args.progress, assignment=assignment, event="start")
+        result = api.autograde(assignment, args.student, force=True, create=True)
+        log, error = result.get("log", ""), result.get("error", "")
+        if (Path(app.coursedir.root) / "autograded" / args.student / assignment).exists():
+            feedback = api.generate_feedback(assignment, args.student, force=True)
+            if not feedback["success"]:
+                error += "\ngenerate_feedback failed:\n" + feedback.get("error", "")
+        _emit(args.progress, assignment=assignment, event="done", returncode=0 if result["success"] else 1,
+              log=log[-20000:], error=error[-20000:])
+    return 0
+
+
+def run_generate(root: Path, assignments: list[str]) -> subprocess.CompletedProcess:
+    """`nbgrader generate_assignment A --force` for every A in `assignments`, in one process."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return subprocess.run([sys.executable, "-m", "coursekit.batch", "--generate", *assignments], cwd=root, env=env,
+                          capture_output=True, text=True)
+
+
+def _die_with_parent() -> None:
+    """In the driver, before exec: its own process group (so a timeout kills it and its kernels
+    together), and SIGKILL when the process that started it dies (a Dask worker that is killed
+    takes its grading with it instead of leaving it to write into a folder nobody reads)."""
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def run_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None,
+                poll: float = 0.2) -> dict[str, tuple[subprocess.CompletedProcess, float]]:
+    """Autograde and give feedback for `student`'s `work` in course root `root`, one driver process
+    for all of them; each submission gets at most `timeout` seconds of wall-clock time. Returns, per
+    assignment, what a stock `nbgrader autograde` run would have returned (returncode, log as
+    stdout, traceback as stderr; -9 and "timed out after ..." for a submission that overran) and
+    the seconds it took, feedback included."""
+    env = dict(os.environ, **(env or {}))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
+    out: dict[str, tuple[subprocess.CompletedProcess, float]] = {}
+    remaining = list(work)
+    while remaining:
+        with tempfile.TemporaryDirectory(prefix="coursekit-batch-") as tmp:
+            progress, log = Path(tmp) / "progress.jsonl", Path(tmp) / "driver.log"
+            progress.touch()
+            with open(log, "w") as log_file:
+                proc = subprocess.Popen([sys.executable, "-m", "coursekit.batch", student, *remaining,
+                                         "--progress", str(progress)], cwd=root, env=env, stdout=log_file,
+                                        stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            started, current, seen = time.monotonic(), None, 0
+            try:
+                while True:
+                    exited = proc.poll() is not None  # before reading: every line it wrote is then read
+                    lines = progress.read_text().splitlines()
+                    for line in lines[seen:]:
+                        event = json.loads(line)
+                        if event["event"] == "start":  # its clock runs since the previous one ended
+                            current = event["assignment"]  # (the first one's includes the start-up)
+                        else:
+                            out[event["assignment"]] = (subprocess.CompletedProcess(
+                                ["autograde", event["assignment"]], event["returncode"], event["log"], event["error"]),
+                                time.monotonic() - started)
+                            current, started = None, time.monotonic()
+                    seen = len(lines)
+                    if exited:
+                        break
+                    if time.monotonic() - started > timeout:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                        break
+                    time.sleep(poll)
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            if proc.returncode == -signal.SIGKILL and time.monotonic() - started > timeout:
+                stuck = current or next(a for a in remaining if a not in out)
+                out[stuck] = (subprocess.CompletedProcess(["autograde", stuck], -9, "", f"timed out after {timeout:.0f} s"),
+                              time.monotonic() - started)
+            elif current is not None or proc.returncode != 0:
+                stuck = current or next((a for a in remaining if a not in out), None)
+                if stuck is not None:  # the driver died inside this submission (or before it started)
+                    out[stuck] = (subprocess.CompletedProcess(["autograde", stuck], proc.returncode or 1, "",
+                                                              log.read_text()[-5000:]), time.monotonic() - started)
+            remaining = [a for a in remaining if a not in out]
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
