@@ -214,6 +214,10 @@ def grade_learner_task(course: bytes, student: str, work: list[str], submission:
                 break
 
 
+def _given(data):
+    return data
+
+
 def _client(jobs: int, scheduler: str | None):
     """A Dask client: of the cluster at `scheduler`, or of a local one (closed by the caller): a
     scheduler and `jobs` single-threaded workers, each its own `dask spec` process, as they would
@@ -283,8 +287,10 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
         try:
             workers = max(1, len(client.scheduler_info()["workers"]))
             threads = max(1, (os.cpu_count() or 1) // workers) if cluster else 1
-            course = client.scatter(bundle, broadcast=True)
             run_id = uuid.uuid4().hex[:12]
+            # the bundle as a task's result, not scattered data: the scheduler keeps the task, so a
+            # worker that dies holding the only copy costs a recomputation, not the learners' tasks
+            course = client.submit(_given, bundle, key=f"course-{run_id}", pure=False)
             futures = {}
             for student, work in by_student.items():
                 submission = _pack(root, [f"submitted/{student}/{a}" for a in work])

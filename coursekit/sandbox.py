@@ -24,7 +24,8 @@ That launcher, before it starts the kernel:
      source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder,
      and the `solutions` package (references and checkers: coursekit.judge runs them outside);
      under parallel grading (`make grade`, coursekit.grade) the same for the main course root
-     named by COURSE_SANDBOX_PROTECT, and its .grading/ folder of other learners' scratch roots.
+     named by COURSE_SANDBOX_PROTECT (a list: the worker's run folder and the main course root),
+     and their .grading/ folders of other learners' scratch roots.
    Every refusal is also appended to `.sandbox-refusals.log` in the working folder.
 
 What it guarantees: well-behaved Python code (including the learner's, the libraries' and the
@@ -184,9 +185,13 @@ _MODE: dict = {}
 def _course_roots(workdir: Path) -> list[Path]:
     workdir = workdir.resolve()
     roots = [workdir.parents[2]] if len(workdir.parents) > 2 and workdir.parents[1].name == "autograded" else []
-    if os.environ.get("COURSE_SANDBOX_PROTECT"):
-        roots.append(Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve())
-    return roots
+    return roots + _protected()
+
+
+def _protected() -> list[Path]:
+    """The course roots named in COURSE_SANDBOX_PROTECT (os.pathsep-separated): under make grade,
+    the worker's run folder (where the run's other learners are graded) and the main course root."""
+    return [Path(p).resolve() for p in os.environ.get("COURSE_SANDBOX_PROTECT", "").split(os.pathsep) if p]
 
 
 def hidden_paths(workdir: Path) -> list[Path]:
@@ -198,8 +203,7 @@ def hidden_paths(workdir: Path) -> list[Path]:
     workdir = workdir.resolve()
     root = workdir.parents[2] if len(workdir.parents) > 2 else None  # <root>/autograded/<student>/<assignment>
     paths = [root / name for name in GRADING_DATA] if root and (root / "autograded") in workdir.parents else []
-    if os.environ.get("COURSE_SANDBOX_PROTECT"):  # parallel grading: the main course root too
-        main_root = Path(os.environ["COURSE_SANDBOX_PROTECT"]).resolve()
+    for main_root in _protected():  # make grade: the run's other learners and the main course root too
         paths += [main_root / name for name in (*GRADING_DATA, SCRATCH_ROOTS)]
     return paths + _answer_packages() + [Path(SOURCE).resolve()]
 

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from coursekit import sandbox
-from coursekit.grade import grade, report
+from coursekit.grade import SCRATCH_ENV, grade, report
 from coursekit.nbg import ScratchCourse
 from coursekit.registry import read as read_assignment
 from tests.notebooks import with_reference_answers
@@ -110,7 +110,7 @@ NOTEBOOK_CASES = {
         "import numpy as np\nnp.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n" + WRONG_ANSWER),
         None, "patches the course's helpers"),
     # Issue 14, below Python. The course root of these tests lies under /tmp, as a CI clone's may.
-    "writes_course_root": (_prepend("from pathlib import Path\n# graded two at a time: <root>/.grading/<student>/autograded/<student>/<assignment>\n"
+    "writes_course_root": (_prepend("from pathlib import Path\n# graded two at a time: <run>/.grading/<student>/autograded/<student>/<assignment> on a worker\n"
                                     "open(Path.cwd().parents[4] / 'pwned-root', 'w').write('x')"),
                            None, "refused by the grading sandbox"),
     "writes_other_learner": (_prepend(
@@ -180,15 +180,20 @@ def _bubblewrap():
 def graded_corpus(mode, tmp_path_factory, students=ALL_CASES):
     """The corpus (those of its learners in `students`) graded with grading kernels under `mode`
     (a generator for a module fixture)."""
-    saved = os.environ.get("COURSE_SANDBOX_BWRAP")
-    os.environ["COURSE_SANDBOX_BWRAP"] = "1" if mode == sandbox.BWRAP else "0"
+    # make grade's workers (started by each grade() call, so they see this environment) unpack
+    # their learners here instead of the temp folder: the tests can see what they leave behind
+    workers = tmp_path_factory.mktemp("workers")
+    settings = {"COURSE_SANDBOX_BWRAP": "1" if mode == sandbox.BWRAP else "0", SCRATCH_ENV: str(workers)}
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
-        yield _grade_corpus(tmp_path_factory, mode, set(students))
+        yield dict(_grade_corpus(tmp_path_factory, mode, set(students)), workers=workers)
     finally:
-        if saved is None:
-            os.environ.pop("COURSE_SANDBOX_BWRAP", None)
-        else:
-            os.environ["COURSE_SANDBOX_BWRAP"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         subprocess.run(["pkill", "-f", _sleeper(mode)], capture_output=True)  # what the fallback let escape
 
 
@@ -324,12 +329,22 @@ def test_nothing_escaped_the_sandbox(corpus):
         assert gb.find_submission(A, "good").score == FULL
 
 
+def test_workers_leave_nothing_behind(corpus):
+    """Each task unpacks its learner into the worker's run folder and removes it when done: after
+    the gradings nothing is left there, so in particular nothing that writes_course_root or
+    writes_other_learner aimed at the run folder or at another learner's scratch root (only the
+    fallback's ctypes escape, test_native_code_is_contained_by_bubblewrap_only)."""
+    left = [p for p in corpus["workers"].rglob("*") if p.is_file() and p.name != "ctypes-escape"]
+    assert not left, left
+
+
 def test_native_code_is_contained_by_bubblewrap_only(corpus):
     """ctypes bypasses the audit hook: under bubblewrap its write meets a read-only course and its
     background process dies with the kernel's PID namespace; under the fallback both get through,
     and the report says which sandbox graded the run."""
     root = corpus["root"]
-    escapes = [p for p in (root / "ctypes-escape",) if p.exists()]
+    # the course root graded serially, a worker's run folder in parallel (<run>/.grading/<student>/...)
+    escapes = [p for p in (root / "ctypes-escape", *corpus["workers"].rglob("ctypes-escape")) if p.exists()]
     if corpus["mode"] == sandbox.BWRAP:
         assert not escapes and not corpus["escaped_processes"], (escapes, corpus["escaped_processes"])
         assert corpus["report"].startswith("Grading kernels ran under: bubblewrap\n")

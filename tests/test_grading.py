@@ -93,3 +93,20 @@ def test_release_directory_is_course(graded, assignment):
 @pytest.mark.parametrize("assignment", list(CLASSES))
 def test_hidden_tests_stay_hidden(graded, assignment):
     assert_hidden_tests_stay_hidden(graded[assignment]["root"], assignment, CLASSES[assignment])
+
+
+@pytest.mark.parametrize("assignment", list(CLASSES))
+def test_reference_notebook_runs_without_an_error(graded, assignment):
+    """While grading, the measurement cells (and 02's explorer) are not run: every other cell of
+    the reference's autograded notebook still runs without an error (no cell reads a skipped
+    cell's results: a NameError would not cost points, so only this test would notice), and each
+    skipped cell shows the note instead."""
+    from coursekit.judge import SKIPPED
+
+    nb = json.loads((graded[assignment]["root"] / "autograded" / "reference" / assignment / f"{assignment}.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    errors = [c["source"][:80] for c in code if any(o["output_type"] == "error" for o in c.get("outputs", []))]
+    assert not errors, errors
+    for cell in code:
+        skipped = bool({"measurement", "explorer"} & set(cell.get("metadata", {}).get("tags", [])))
+        assert ([o.get("text") for o in cell.get("outputs", [])] == [SKIPPED]) == skipped, cell["source"][:80]

@@ -272,3 +272,28 @@ def test_autograde_runs_nbgraders_pipeline_with_judged_execute():
     exec(compile(GRADER_CONFIG.read_text(), str(GRADER_CONFIG), "exec"), {"get_config": lambda: c})
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     assert c.Autograde.autograde_preprocessors == [JudgedExecute if p.__name__ == "Execute" else p for p in default]
+
+
+def test_measurement_cells_are_skipped_while_grading_and_graded_cells_never(monkeypatch):
+    """JudgedExecute does not run code cells tagged `measurement` or `explorer` (their output is
+    the note), runs them with COURSE_GRADE_MEASUREMENTS=1, and runs a graded or solution cell
+    whatever its tags (a learner who tags a hidden test cannot make it skip)."""
+    import nbformat
+
+    from coursekit.judge import MEASUREMENTS, SKIPPED, JudgedExecute
+
+    monkeypatch.delenv(MEASUREMENTS, raising=False)
+    ex = JudgedExecute()
+    tagged = nbformat.v4.new_code_cell("slow()", metadata={"tags": ["measurement"]})
+    explorer = nbformat.v4.new_code_cell("explore()", metadata={"tags": ["explorer"]})
+    plain = nbformat.v4.new_code_cell("x = 1")
+    graded = nbformat.v4.new_code_cell("verdict()", metadata={"tags": ["measurement"], "nbgrader": {"grade": True}})
+    answer = nbformat.v4.new_code_cell("def f(): ...", metadata={"tags": ["measurement"], "nbgrader": {"solution": True}})
+    text = nbformat.v4.new_markdown_cell("words", metadata={"tags": ["measurement"]})
+    assert [ex._skipped(c) for c in (tagged, explorer, plain, graded, answer, text)] == [True, True, False, False, False, False]
+    cell, _ = ex.preprocess_cell(tagged, {}, 3)
+    assert [o.get("text") for o in cell.outputs] == [SKIPPED] and cell.execution_count is None
+    monkeypatch.setenv(MEASUREMENTS, "1")
+    assert not ex._skipped(tagged)
+    monkeypatch.delenv(MEASUREMENTS)
+    assert not JudgedExecute(run_measurements=True)._skipped(tagged)

@@ -34,6 +34,7 @@ SLOW_MODULES = {
     "test_learner_env",  # kernels in a learner environment built for the test
     "test_trees",  # notebook 06's trees decoded on the shipped pair
     "test_exchange",  # a cohort of three through nbgrader's exchange, graded twice
+    "test_cluster",  # a Dask scheduler and two workers on loopback, one of them killed mid-grading
     "test_hub",  # the same through a local JupyterHub and the learners' servers
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
