@@ -25,13 +25,13 @@ test-fast: $(STAMP) ## the inner loop, under 2 minutes: checkers, helpers, model
 check: $(STAMP) ## grade your workspace with the hidden tests: points per exercise and hints
 	@$(BIN)/python -m coursekit.check workspace
 
-grade: $(STAMP) ## instructors: autograde every submission under submitted/, feedback, grades.csv, report
-	$(BIN)/python -m coursekit.grade
+grade: $(STAMP) ## instructors: autograde every submission under submitted/, feedback, grades.csv, report (JOBS=N, SCHEDULER=tcp://HOST:8786, ARGS=...)
+	$(BIN)/python -m coursekit.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(ARGS)
 
 bench: $(STAMP) ## time plain vs speculative decoding on the shipped pair, K = 0..8, T = 0 and 1
 	$(BIN)/python benchmarks/speculative.py
 
-bench-grade: $(STAMP) ## time grading a 30-learner cohort, and serial vs parallel grading side by side
+bench-grade: $(STAMP) ## grading before and after side by side (one learner), and a cohort on a two-worker loopback cluster
 	$(BIN)/python benchmarks/grading.py
 
 bench-formulas: $(STAMP) ## time the vectorised formulas behind the explorer (1000 x 1000 grid)

@@ -1,96 +1,150 @@
-"""`make bench-grade`: how long grading a cohort takes, and what parallel grading gains.
+"""`make bench-grade`: where a submission's grading time goes, before and after, and grading on a
+two-worker cluster. In one run, on one machine:
 
-Builds a synthetic cohort in a scratch course root: every learner hands in all assignments; a
-submission holds the reference answers, except every fourth one (rotating over learners and
-assignments), which is the unanswered release, as an unfinished notebook would be. Then, in
-one run:
+1. Before and after, side by side: one learner who hands in every assignment with the reference
+   answers, graded twice, one submission at a time:
+   - before: stock serial nbgrader (`make grade --jobs 1`: one `nbgrader autograde` process per
+     submission) with every cell run (COURSE_GRADE_MEASUREMENTS=1), as `make grade` graded before
+     issue 17;
+   - after: `make grade`'s engine on a one-worker cluster: one nbgrader process for all the
+     learner's assignments (coursekit.batch), measurement cells not run.
+   Per assignment: seconds per submission both ways and where they went (kernel start, the
+   learner's cells, the hidden checks, other cells: COURSE_GRADING_PROFILE); whether every score,
+   flag and hint agrees.
+2. The cluster: --learners learners x every assignment (every fourth submission the unanswered
+   release, rotating) graded on a `dask scheduler` and two `dask worker`s on 127.0.0.1
+   (coursekit.cluster, as the README starts them by hand): submissions per minute, and what
+   the merge costs the main process per learner.
 
-1. the ratio: the first --compare learners are graded by `make grade`'s code serially
-   (--jobs 1: stock `nbgrader autograde` in the course root, one submission after another) and
-   then in parallel (--jobs N: one scratch root per learner, merged back), side by side on the
-   same machine; it prints both times, the ratio and whether every score and flag agrees;
-2. the cohort: all --learners learners graded in parallel, from submissions to grades.csv.
+    python benchmarks/grading.py [--learners 4] [ASSIGNMENT ...]
 
-    python benchmarks/grading.py [--learners 30] [--compare 4] [--jobs N] [ASSIGNMENT ...]
-
-Prints a markdown summary last (also written to benchmarks/results-grading.md).
+Prints a markdown summary last (also written to benchmarks/results-grading.md). About 8 minutes
+on the 2-core course machine.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shutil
+import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from coursekit.cluster import LoopbackCluster
 from coursekit.grade import grade
+from coursekit.judge import MEASUREMENTS, PROFILE
 from coursekit.nbg import ScratchCourse, with_reference_answers
 from coursekit.paths import SOURCE
 
 OUT = Path(__file__).resolve().parent / "results-grading.md"
+PARTS = ("startup", "learner", "hidden", "other")
 
 
-def cohort(root: Path, learners: int, assignments: list[str]) -> None:
-    """A course root whose submitted/ holds `learners` learners x `assignments`."""
+def cohort(root: Path, learners: int, assignments: list[str], blanks: bool = True) -> None:
+    """A course root whose submitted/ holds `learners` learners x `assignments`; with `blanks`,
+    every fourth submission is the unanswered release, as an unfinished notebook would be."""
     course = ScratchCourse(root)
     for a_index, assignment in enumerate(assignments):
         release = course.generate(assignment) / f"{assignment}.ipynb"
         answered = with_reference_answers(release, root / "source" / assignment / f"{assignment}.ipynb",
                                           root / "tmp" / f"{assignment}.ipynb")
         for k in range(learners):
-            unfinished = (k + a_index) % 4 == 3
+            unfinished = blanks and (k + a_index) % 4 == 3
             course.submit(f"learner{k:02d}", assignment, release if unfinished else answered, f"{assignment}.ipynb")
 
 
-def timed(root: Path, assignments: list[str], students: list[str] | None, jobs: int):
-    t0 = time.perf_counter()
-    rows = grade(root, assignments, students, jobs=jobs)
-    return time.perf_counter() - t0, rows
+def profile(path: Path) -> dict[str, dict]:
+    """{assignment: the judge's breakdown of its notebook} from a COURSE_GRADING_PROFILE file."""
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            out[str(entry.get("notebook") or "").split("/")[-1].removesuffix(".ipynb")] = entry
+    return out
+
+
+def outcome(rows) -> dict:
+    return {(r.student, r.assignment): (r.score, sorted(r.flags), [(c.grade_id, c.score, c.hint) for c in r.cells])
+            for r in rows}
+
+
+def breakdown(entry: dict | None) -> str:
+    if not entry:
+        return "-"
+    return " / ".join(f"{entry.get(k, 0):.1f}" for k in PARTS)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("assignments", nargs="*")
-    ap.add_argument("--learners", type=int, default=30)
-    ap.add_argument("--compare", type=int, default=4, help="learners graded both serially and in parallel")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--learners", type=int, default=4, help="learners graded on the two-worker cluster")
     args = ap.parse_args(argv)
     assignments = args.assignments or sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and p.name[:2].isdigit())
-    lines = [f"# Grading benchmark ({os.cpu_count()} CPU cores, --jobs {args.jobs})", "",
-             f"Assignments: {', '.join(assignments)}. Every fourth submission is the unanswered release.", ""]
+    lines = [f"# Grading benchmark ({os.cpu_count()} CPU cores, {platform.processor() or platform.machine()}, "
+             f"{time.strftime('%Y-%m-%d')})", "",
+             f"Assignments: {', '.join(assignments)}.", ""]
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
-        if args.compare:
-            roots = [Path(tmp) / name for name in ("serial", "parallel")]
-            for root in roots:
-                cohort(root, args.compare, assignments)
-            t_serial, serial = timed(roots[0], assignments, None, 1)
-            t_parallel, parallel = timed(roots[1], assignments, None, args.jobs)
-            key = {(r.student, r.assignment): (r.score, r.flags) for r in serial}
-            agree = key == {(r.student, r.assignment): (r.score, r.flags) for r in parallel}
-            lines += [f"## Serial against parallel, {args.compare} learners x {len(assignments)} assignments, side by side",
-                      "", "| grading | wall time | per submission |", "|---|---|---|",
-                      f"| serial (--jobs 1) | {t_serial:.0f} s | {t_serial / len(serial):.1f} s |",
-                      f"| parallel (--jobs {args.jobs}) | {t_parallel:.0f} s | {t_parallel / len(parallel):.1f} s |",
-                      "", f"**Speed-up of parallel grading: {t_serial / t_parallel:.2f}x.** "
-                      f"Scores and flags identical: {'yes' if agree else 'NO'}.", ""]
-            for root in roots:
-                shutil.rmtree(root)
-        if args.learners:
-            root = Path(tmp) / "cohort"
-            cohort(root, args.learners, assignments)
-            total, rows = timed(root, assignments, None, args.jobs)
-            graded = [r for r in rows if r.score is not None]
-            full = sum(r.score == r.max_score for r in graded)
-            per = {a: statistics.mean(r.seconds for r in rows if r.assignment == a) for a in assignments}
-            lines += [f"## The cohort: {args.learners} learners x {len(assignments)} assignments, --jobs {args.jobs}",
-                      "", f"**{len(rows)} submissions graded in {total / 60:.1f} minutes** "
-                      f"({total / len(rows):.1f} s per submission, {total / args.learners:.0f} s per learner), "
-                      f"from submitted/ to grades.csv and feedback; {full} full marks, "
-                      f"{len(graded) - full} partial or zero, {len(rows) - len(graded)} not graded.", "",
-                      "Mean autograde time per submission (one `nbgrader autograde` call, while "
-                      f"{args.jobs} run at once): " + ", ".join(f"{a} {s:.1f} s" for a, s in per.items()), ""]
+        tmp = Path(tmp)
+        before_root, after_root = tmp / "before", tmp / "after"
+        for root in (before_root, after_root):
+            cohort(root, 1, assignments, blanks=False)
+        # before: stock serial nbgrader, every cell run
+        os.environ[PROFILE], os.environ[MEASUREMENTS] = str(tmp / "before.jsonl"), "1"
+        t0 = time.perf_counter()
+        before = grade(before_root, assignments, jobs=1)
+        t_before = time.perf_counter() - t0
+        del os.environ[MEASUREMENTS]
+        # after: the engine, one worker, one nbgrader process for the learner
+        (tmp / "one").mkdir()
+        with LoopbackCluster(tmp / "one", workers=1, env={PROFILE: str(tmp / "after.jsonl")}) as cluster:
+            t0 = time.perf_counter()
+            after = grade(after_root, assignments, scheduler=cluster.address)
+            t_after = time.perf_counter() - t0
+        del os.environ[PROFILE]
+        agree = outcome(before) == outcome(after)
+        prof_b, prof_a = profile(tmp / "before.jsonl"), profile(tmp / "after.jsonl")
+        sec_b = {r.assignment: r.seconds for r in before}
+        sec_a = {r.assignment: r.seconds for r in after}
+        mean_b, mean_a = statistics.mean(sec_b.values()), statistics.mean(sec_a.values())
+        lines += ["## Before and after, one submission at a time, side by side", "",
+                  "One learner with the reference answers in every assignment. Before: stock serial "
+                  "`nbgrader autograde`, one process per submission, every cell run. After: `make grade`'s "
+                  "engine on one worker: one nbgrader process for the learner, measurement cells not run "
+                  "(its kernels get 1 BLAS thread; before's get torch's default). Seconds per submission, and "
+                  "the notebook's time inside nbgrader as kernel start / learner's cells / hidden checks / "
+                  "other cells.", "",
+                  "| assignment | score | before | after | before: start / learner / hidden / other "
+                  "| after: start / learner / hidden / other | cells skipped |", "|---|---|---|---|---|---|---|"]
+        for r in after:
+            a = r.assignment
+            lines.append(f"| {a} | {r.score:g} / {r.max_score:g} | {sec_b.get(a, 0):.1f} s | {sec_a.get(a, 0):.1f} s | "
+                         f"{breakdown(prof_b.get(a))} | {breakdown(prof_a.get(a))} | {prof_a.get(a, {}).get('skipped', '-')} |")
+        lines += ["", f"**Mean per submission: before {mean_b:.1f} s, after {mean_a:.1f} s: "
+                  f"{mean_b / mean_a:.2f}x faster.** Whole runs, generate_assignment, feedback and grades.csv "
+                  f"included: before {t_before:.0f} s, after {t_after:.0f} s (the cluster's start not included). "
+                  f"Scores, flags and hints identical: {'yes' if agree else 'NO'}.", ""]
+
+        # the cluster: two workers on loopback
+        root = tmp / "cohort"
+        cohort(root, args.learners, assignments)
+        (tmp / "two").mkdir()
+        timings = {}
+        with LoopbackCluster(tmp / "two", workers=2) as cluster:
+            t0 = time.perf_counter()
+            rows = grade(root, assignments, scheduler=cluster.address, timings=timings)
+            total = time.perf_counter() - t0
+        graded = [r for r in rows if r.score is not None]
+        full = sum(r.score == r.max_score for r in graded)
+        merge = timings["merge"] / max(1, timings["merged"])
+        lines += [f"## A cohort on a scheduler and two workers on 127.0.0.1 ({args.learners} learners x "
+                  f"{len(assignments)} assignments)", "",
+                  f"**{len(rows)} submissions in {total:.0f} s: {len(rows) / total * 60:.1f} submissions per minute** "
+                  f"({total / len(rows):.1f} s per submission with two at a time; generate_assignment, the "
+                  f"transfers, merges and grades.csv included); {full} full marks, {len(graded) - full} partial "
+                  f"or zero (the unanswered ones), {len(rows) - len(graded)} not graded. The main process spent "
+                  f"{merge:.2f} s merging each learner's {len(assignments)} submissions (unpack, copy, gradebook).", ""]
     text = "\n".join(lines)
     OUT.write_text(text)
     print(text)

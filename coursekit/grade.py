@@ -1,31 +1,40 @@
 """`make grade`: grade a whole cohort with stock nbgrader, in one command.
 
-    python -m coursekit.grade [--root .] [ASSIGNMENT ...]
+    python -m coursekit.grade [--root .] [--jobs N] [--scheduler ADDRESS] [--student S ...] [ASSIGNMENT ...]
 
 For every submitted/<student>/<assignment>/ under the course root (nbgrader's layout):
 
-1. `coursekit.nbg.grade_submission`: preflight, `nbgrader autograde <assignment> --student
-   <student> --force` (one submission per call, under a wall-clock limit, so a submission that
-   hangs or crashes nbgrader costs only itself), and the result read and classified, exactly as
-   `make check` does it for one learner;
-2. `nbgrader generate_feedback <assignment> --force` and `nbgrader export` (grades.csv);
+1. preflight, autograde and the result read and classified exactly as `make check` does it for
+   one learner (coursekit.nbg); every submission within its own wall-clock limit, so a
+   submission that hangs or crashes nbgrader costs only itself;
+2. feedback, and `nbgrader export` (grades.csv);
 3. a summary (who, what, score, flags) on stdout and in grading-report.md, with the integrity
    report below it: the code scan's flags and what the sandbox refused at run time.
 
 A progress bar (tqdm) runs while it works. The stock nbgrader commands keep working as before.
+Cells tagged `measurement` or `explorer` are not run while grading (grader_config.py).
 
-Parallel grading (`--jobs N`, default: one per CPU core). nbgrader's gradebook is one SQLite
-file, so concurrent autograde processes on one course root would contend for it. Instead each
-learner is graded in a scratch course root of their own, .grading/<student>/ inside the course
-root (a copy of the configuration, source/, the gradebook and that learner's submitted/
-folder), up to N learners at a time: autograde, then feedback. When a learner is done, the main
-process alone merges the result back: their autograded/ and feedback/ folders are copied over,
-and the submission's scores and comments are copied into the course gradebook through
-nbgrader's own API, keyed by name (assignment, notebook, cell, student), never by database row.
-Scores are the same as with `--jobs 1`, which runs stock `nbgrader autograde` in the course root
-itself; a test grades the hostile corpus both ways. Each grading kernel gets cores/N BLAS
-threads, so N kernels do not oversubscribe the CPU, and the sandbox protects the course root's
-grading data and the other learners' scratch roots as well as its own.
+`--jobs 1`: stock `nbgrader autograde <assignment> --student <student>` in the course root itself,
+one submission after another, then `nbgrader generate_feedback`.
+
+Otherwise (the default, `--jobs` = CPU cores, or `--scheduler ADDRESS`): one task per learner on
+a Dask distributed cluster, a local one of N single-threaded worker processes or the running
+cluster at ADDRESS (README: "Grading on a cluster"). The course (configuration, source/ and a
+gradebook that knows the assignments) travels to the workers once, as one task's result; each
+learner's task carries their submitted/ folder, unpacks both into a scratch course root of its
+own on the worker (COURSE_GRADING_SCRATCH or the temp folder, then coursekit-grading/<run>/
+.grading/<student>/), grades all that learner's assignments in one nbgrader process
+(coursekit.batch: autograde and feedback per assignment through nbgrader's API, each submission
+still under its own limit) and sends back the rows and a tar of the learner's autograded/,
+feedback/ and scratch gradebook; no shared filesystem is assumed and nothing stays on the worker.
+The main process alone merges each result as it arrives: the folders are unpacked into
+.grading/<student>/ and copied over, and the submission's scores and comments are copied into
+the course gradebook through nbgrader's own API, keyed by name (assignment, notebook, cell,
+student), never by database row. A task whose worker dies is sent to another worker by the
+scheduler and starts again from a clean folder; its result is merged once. Scores are the same
+as with `--jobs 1` (tests/test_cluster.py, and the hostile corpus graded both ways). Each grading
+kernel on a local cluster gets cores/N BLAS threads, and the sandbox protects the course root's
+grading data and the run's other learners as well as its own.
 """
 from __future__ import annotations
 
@@ -238,11 +247,15 @@ def _client(jobs: int, scheduler: str | None):
 
 
 def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
-          per_submission_timeout: float = 900, jobs: int = 1, scheduler: str | None = None) -> list[NotebookResult]:
+          per_submission_timeout: float = 900, jobs: int = 1, scheduler: str | None = None,
+          timings: dict | None = None) -> list[NotebookResult]:
     """Grade the submissions under root/submitted (all, or only these assignments/students):
     `jobs` 1 (and no scheduler): stock nbgrader in `root` itself, one submission after another;
     otherwise one task per learner on a Dask cluster (`scheduler`'s, or a local one with `jobs`
-    workers), merged here."""
+    workers), merged here. `timings`, if given, receives the seconds this process spent merging
+    ("merge", summed over learners) and the number of learners merged ("merged")."""
+    timings = {} if timings is None else timings
+    timings.update(merge=0.0, merged=0)
     submitted = root / "submitted"
     folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
     if assignments:
@@ -308,8 +321,11 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
                     if scratch.exists():
                         shutil.rmtree(scratch)
                     scratch.mkdir(parents=True)
+                    t0 = time.perf_counter()
                     _unpack(result, scratch)
                     _merge(root, scratch, [r for results in out.values() for r in results])
+                    timings["merge"] += time.perf_counter() - t0
+                    timings["merged"] += 1
                 except Exception as exc:  # noqa: BLE001 - one learner's failure must not stop the cohort
                     for assignment in work:
                         results = rows.get((student, assignment)) or [NotebookResult(student, assignment, assignment)]
@@ -355,10 +371,12 @@ def main(argv=None) -> int:
     ap.add_argument("--root", type=Path, default=Path.cwd())
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="learners graded at the same time, each in its own scratch root (default: CPU cores)")
+    ap.add_argument("--scheduler", metavar="ADDRESS",
+                    help="grade on this running Dask cluster (tcp://HOST:8786, README) instead of a local one")
     args = ap.parse_args(argv)
     root = args.root.resolve()
     t0 = time.perf_counter()
-    rows = grade(root, args.assignments or None, args.student, jobs=args.jobs)
+    rows = grade(root, args.assignments or None, args.student, jobs=args.jobs, scheduler=args.scheduler)
     text = report(rows)
     (root / "grading-report.md").write_text(text)
     print(text)

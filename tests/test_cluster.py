@@ -15,17 +15,15 @@ course root: nothing assumes a shared filesystem. About 2 minutes on the 2-core 
 from __future__ import annotations
 
 import csv
-import os
 import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from coursekit.cluster import LoopbackCluster
 from coursekit.grade import SCRATCH_ENV, grade
 from coursekit.nbg import ScratchCourse
 from tests.test_exchange import HINT, answers
@@ -33,7 +31,6 @@ from tests.notebooks import fill
 
 A = "01_acceptance_chain"
 FULL = 12.0  # 01's points
-BIN = Path(sys.executable).parent  # `dask` is installed next to the interpreter (requirements.txt)
 
 
 def cohort(root: Path, learners: dict[str, str]) -> ScratchCourse:
@@ -47,68 +44,13 @@ def cohort(root: Path, learners: dict[str, str]) -> ScratchCourse:
     return course
 
 
-class Cluster:
-    """`dask scheduler` and `dask worker`s on 127.0.0.1, each in its own process group."""
-
-    def __init__(self, tmp: Path, workers: int = 2):
-        self.tmp = tmp
-        self.scratch = tmp / "workers"  # where the workers unpack their tasks
-        self.scratch.mkdir()
-        self.file = tmp / "scheduler.json"
-        self.env = dict(os.environ, **{SCRATCH_ENV: str(self.scratch)})
-        self.env["PATH"] = os.pathsep.join([str(BIN), self.env.get("PATH", "")])
-        self.logs = []
-        self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                     "--scheduler-file", str(self.file))
-        deadline = time.monotonic() + 120
-        while not self.file.exists():
-            assert self.scheduler.poll() is None, self.log("scheduler")
-            assert time.monotonic() < deadline, "the scheduler wrote no scheduler file in 120 s"
-            time.sleep(0.2)
-        self.workers = {f"w{i}": self._start("worker", "--scheduler-file", str(self.file), "--nthreads", "1",
-                                             "--no-nanny", "--no-dashboard", "--memory-limit", "0",
-                                             "--name", f"w{i}", name=f"w{i}") for i in range(workers)}
-        from distributed import Client
-
-        self.client = Client(scheduler_file=str(self.file), timeout=120)
-        self.client.wait_for_workers(workers, timeout=120)
-        self.address = self.client.scheduler.address
-
-    def _start(self, what: str, *args: str, name: str | None = None) -> subprocess.Popen:
-        log = open(self.tmp / f"{name or what}.log", "w")
-        self.logs.append(log)
-        return subprocess.Popen([str(BIN / "dask"), what, *args], cwd=self.tmp, env=self.env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-
-    def log(self, name: str) -> str:
-        return (self.tmp / f"{name}.log").read_text()[-3000:]
-
-    def name_of(self, address: str) -> str:
-        return self.client.scheduler_info()["workers"][address]["name"]
-
-    def kill(self, name: str) -> None:
-        os.killpg(self.workers[name].pid, signal.SIGKILL)
-        self.workers[name].wait()
-
-    def close(self) -> None:
-        self.client.close()
-        for proc in [*self.workers.values(), self.scheduler]:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in [*self.workers.values(), self.scheduler]:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        for log in self.logs:
-            log.close()
-
-
 @pytest.fixture
 def cluster(tmp_path):
-    c = Cluster(tmp_path)
-    yield c
-    c.close()
+    scratch = tmp_path / "workers"  # where the workers unpack their tasks
+    scratch.mkdir()
+    with LoopbackCluster(tmp_path, workers=2, env={SCRATCH_ENV: str(scratch)}) as c:
+        c.scratch = scratch
+        yield c
 
 
 def outcome(rows) -> dict:
