@@ -14,7 +14,6 @@ course root: nothing assumes a shared filesystem. About 2 minutes on the 2-core 
 """
 from __future__ import annotations
 
-import csv
 import shutil
 import subprocess
 import threading
@@ -27,6 +26,7 @@ from coursekit.cluster import LoopbackCluster
 from coursekit.grade import SCRATCH_ENV, grade
 from coursekit.nbg import ScratchCourse
 from tests.test_exchange import HINT, answers
+from tests.test_exchange import grades_csv as exchange_grades_csv
 from tests.notebooks import fill
 
 A = "01_acceptance_chain"
@@ -61,8 +61,7 @@ def outcome(rows) -> dict:
 
 
 def grades_csv(root: Path) -> list[dict]:
-    with open(root / "grades.csv", newline="") as fh:
-        return sorted(csv.DictReader(fh), key=lambda r: r["student_id"])
+    return sorted(exchange_grades_csv(root), key=lambda r: r["student_id"])
 
 
 def gradebook(root: Path) -> dict[str, dict]:
