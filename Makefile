@@ -8,7 +8,7 @@ PORT ?= 8888
 export PATH := $(abspath $(BIN)):$(PATH)
 ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 
-.PHONY: help lab test test-fast check release sync strip venv learner-env clean bench-formulas bench bench-grade train heads grade
+.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -57,6 +57,17 @@ strip: $(STAMP) ## remove outputs from the source notebooks
 learner-env: ## for a cohort: learner-env/, what learners need to run the notebooks and no answers (README)
 	test -x learner-env/bin/python || $(PYTHON) -m venv learner-env
 	learner-env/bin/python -m pip install --quiet -c requirements.txt ./learner
+
+HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
+
+hub: $(STAMP) learner-env $(HUB_PROXY) ## a course server here: JupyterHub on 127.0.0.1:8000 (COURSE_HUB_PASSWORD=... required; README, "Run a cohort on JupyterHub")
+	$(BIN)/jupyterhub -f hub/jupyterhub_config.py
+
+hub-proxy: $(HUB_PROXY) ## JupyterHub's proxy, configurable-http-proxy from npm (pinned by hub/package-lock.json)
+
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	npm ci --prefix hub --no-audit --no-fund --loglevel=error
+	touch $@
 
 venv: $(STAMP) ## create .venv with the pinned dependencies (other targets do this when needed)
 

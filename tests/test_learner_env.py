@@ -5,15 +5,10 @@ first exercise.
 
 Nothing is downloaded: the third-party packages are this environment's own, linked one by one
 into the new one (this course's own installation left out), and the learner package is built
-from a copy of `learner/` with pip, offline, as `make learner-env` installs it.
+from a copy of `learner/` with pip, offline, as `make learner-env` installs it (tests/learner_env.py).
 """
 import json
-import re
 import shutil
-import subprocess
-import sys
-import sysconfig
-import venv
 from pathlib import Path
 
 import nbformat
@@ -23,29 +18,14 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from coursekit.paths import REPO, assignments
+from tests import learner_env
 
-OURS = re.compile(r"specdec|solutions|coursekit|__editable__", re.IGNORECASE)  # the full course's installation
 ANSWERS = ("solutions", "solutions.reference", "solutions.checks", "coursekit")
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    base = tmp_path_factory.mktemp("learner-env")
-    dest = base / "env"
-    venv.EnvBuilder(symlinks=True, with_pip=False).create(dest)
-    python = dest / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
-    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if not OURS.search(entry.name):
-            (site / entry.name).symlink_to(entry)
-    package = base / "learner"
-    shutil.copytree(REPO / "learner", package, symlinks=False)  # specdec/ there is a link to the one copy
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-                    str(package)], check=True, capture_output=True, text=True)
-    subprocess.run([python, "-m", "ipykernel", "install", "--prefix", str(dest), "--name", "learner"],
-                   check=True, capture_output=True, text=True)
-    return dict(dest=dest, python=python, site=site, kernels=dest / "share" / "jupyter" / "kernels")
+    return learner_env.build(tmp_path_factory.mktemp("learner-env"))
 
 
 def _run(env, nb, cwd: Path, timeout: int = 120):

@@ -35,6 +35,7 @@ SLOW_MODULES = {
     "test_trees",  # notebook 06's trees decoded on the shipped pair
     "test_exchange",  # a cohort of three through nbgrader's exchange, graded twice
     "test_cluster",  # a Dask scheduler and two workers on loopback, one of them killed mid-grading
+    "test_hub",  # a JupyterHub, its proxy and three learners' servers
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
 SLOW_CHECKERS = {"04"}  # notebooks whose checkers run the shipped model (greedy check: about 80 s CPU per answer)
