@@ -207,12 +207,18 @@ def test_learners_fetch_the_release_and_submit_under_their_own_names(cohort):
         assert f"Collecting submission: {s} {A}" in cohort["log"]["collect"]
 
 
-def test_make_grade_scores_the_collected_cohort(cohort):
-    rows, full = cohort["grades"], registry.read(A).max_score
+def assert_cohort_scores(rows: list[dict]) -> None:
+    """grades.csv of the cohort: one row per learner; ada full marks, bo fewer, cy none."""
+    full = registry.read(A).max_score
     assert sorted(r["student_id"] for r in rows) == sorted(LEARNERS)
     assert score_of(rows, "ada") == full
     assert 0 < score_of(rows, "bo") < full
     assert score_of(rows, "cy") == 0
+
+
+def test_make_grade_scores_the_collected_cohort(cohort):
+    rows, full = cohort["grades"], registry.read(A).max_score
+    assert_cohort_scores(rows)
     assert all(float(r["max_score"]) == full for r in rows)
     assert "3 submissions graded" in cohort["log"]["grade"]
 

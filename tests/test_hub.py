@@ -40,8 +40,8 @@ from coursekit.nbg import ScratchCourse
 from tests import learner_env
 from tests.e2e import STUB_HINT
 from tests.notebooks import fill
-from tests.test_exchange import (A, COURSE, HINT, LEARNERS, RELEASE, answers, base_env, grades_csv, nbgrader,
-                                 page_score, sh)
+from tests.test_exchange import (A, COURSE, HINT, LEARNERS, RELEASE, answers, assert_cohort_scores, base_env, grades_csv,
+                                 nbgrader, page_score, score_of, sh)
 
 CONFIG = paths.REPO / "hub" / "jupyterhub_config.py"
 PROXY = os.environ.get("COURSE_HUB_PROXY") or str(paths.REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")
@@ -256,11 +256,6 @@ def hub(tmp_path_factory):
     return out
 
 
-def score_of(rows: list[dict], student: str) -> float:
-    (row,) = [r for r in rows if r["student_id"] == student and r["assignment"] == A]
-    return float(row["score"])
-
-
 def test_learners_log_in_through_the_hub_and_only_with_the_password(hub):
     assert hub["login"] == {s: 201 for s in LEARNERS}
     assert hub["wrong_password"] == 403
@@ -297,10 +292,7 @@ def test_learners_fetch_and_submit_through_their_servers(hub):
 
 def test_the_collected_cohort_is_graded_and_each_learner_reads_their_own_feedback(hub):
     rows, full = hub["grades"], registry.read(A).max_score
-    assert sorted(r["student_id"] for r in rows) == sorted(LEARNERS)
-    assert score_of(rows, "ada") == full
-    assert 0 < score_of(rows, "bo") < full
-    assert score_of(rows, "cy") == 0
+    assert_cohort_scores(rows)
     for s in LEARNERS:
         pages = hub["pages"][s]
         assert list(pages) == [hub["timestamp"][s]], list(pages)  # one page, under their own submission's time
