@@ -8,7 +8,7 @@ PORT ?= 8888
 export PATH := $(abspath $(BIN)):$(PATH)
 ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 
-.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade train heads grade
+.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-threads train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ bench: $(STAMP) ## time plain vs speculative decoding on the shipped pair, K = 0
 
 bench-grade: $(STAMP) ## grading before and after side by side (one learner), and a cohort on a two-worker loopback cluster
 	$(BIN)/python benchmarks/grading.py
+
+bench-threads: $(STAMP) ## torch threads and OpenMP's wait policy, quiet and with one core busy, side by side
+	$(BIN)/python benchmarks/threads.py
 
 bench-formulas: $(STAMP) ## time the vectorised formulas behind the explorer (1000 x 1000 grid)
 	$(BIN)/python benchmarks/formula_speed.py
