@@ -110,14 +110,36 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def instructor_release(tmp: Path, exchange: Path, log: dict) -> Path:
+    """The instructor's first half: a course root whose nbgrader uses `exchange`, and the committed
+    release of A (course/) released into it. make grade runs generate_assignment later, which
+    records the assignment in the gradebook; test_sync.py checks that course/ is what it generates."""
+    root = ScratchCourse(tmp / "course").root
+    with open(root / "nbgrader_config.py", "a") as fh:  # the instructor's side of the same setting
+        fh.write(f"c.Exchange.root = {str(exchange)!r}\n")
+    shutil.copytree(RELEASE / A, root / "course" / A)
+    log["release"] = nbgrader(root, base_env(), "release_assignment", A)
+    return root
+
+
+def instructor_grade(root: Path, log: dict, between=None) -> list[dict]:
+    """The second half: collect (then `between()`, if given), grade (make grade), generate and
+    release the feedback; returns grades.csv."""
+    instructor = base_env()
+    log["collect"] = nbgrader(root, instructor, "collect", A)
+    if between:
+        between()
+    log["grade"] = sh(root, instructor, sys.executable, "-m", "coursekit.grade", "--root", str(root), A).stdout
+    rows = grades_csv(root)
+    log["feedback"] = nbgrader(root, instructor, "generate_feedback", A, "--force")
+    log["release_feedback"] = nbgrader(root, instructor, "release_feedback", A)
+    return rows
+
+
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cohort")
     exchange = tmp / "exchange"  # created by release_assignment, with the permissions it wants
-    course = ScratchCourse(tmp / "course")
-    root = course.root
-    with open(root / "nbgrader_config.py", "a") as fh:  # the instructor's side of the same setting
-        fh.write(f"c.Exchange.root = {str(exchange)!r}\n")
     instructor = base_env()
     homes = {name: tmp / "home" / name for name in LEARNERS}
     for home in homes.values():
@@ -125,16 +147,13 @@ def cohort(tmp_path_factory):
         (home / ".jupyter" / "nbgrader_config.py").write_text(learner_config(exchange))
     envs = {name: learner_env(homes[name], name) for name in LEARNERS}
     pool = ThreadPoolExecutor(len(LEARNERS))  # the learners work side by side, as in a class
-    out = {"root": root, "exchange": exchange, "homes": homes, "log": {}}
-    log = out["log"]
+    log: dict = {}
 
     def each(fn):
         return dict(zip(LEARNERS, pool.map(fn, LEARNERS)))
 
-    # instructor: release what a clone has committed under course/ (make grade runs generate_assignment later,
-    # which records the assignment in the gradebook; test_sync.py checks that course/ is what it generates)
-    shutil.copytree(RELEASE / A, root / "course" / A)
-    log["release"] = nbgrader(root, instructor, "release_assignment", A)
+    root = instructor_release(tmp, exchange, log)  # what a clone has committed under course/
+    out = {"root": root, "exchange": exchange, "homes": homes, "log": log}
     # learners: fetch, answer, submit
     log["fetch"] = each(lambda s: nbgrader(homes[s], envs[s], "fetch_assignment", A, "--course", COURSE))
     out["fetched"] = {s: sorted(p.name for p in (homes[s] / A).iterdir()) for s in LEARNERS}
@@ -146,12 +165,8 @@ def cohort(tmp_path_factory):
     log["submit"] = each(lambda s: nbgrader(homes[s], envs[s], "submit", A, "--course", COURSE))
     out["inbound"] = sorted(p.name for p in (exchange / COURSE / "inbound").iterdir())
     # instructor: collect, grade (make grade), feedback
-    log["collect"] = nbgrader(root, instructor, "collect", A)
-    out["collected_digest"] = {s: digest(root / "submitted" / s / A / f"{A}.ipynb") for s in LEARNERS}
-    log["grade"] = sh(root, instructor, sys.executable, "-m", "coursekit.grade", "--root", str(root), A).stdout
-    out["grades"] = grades_csv(root)
-    log["feedback"] = nbgrader(root, instructor, "generate_feedback", A, "--force")
-    log["release_feedback"] = nbgrader(root, instructor, "release_feedback", A)
+    out["grades"] = instructor_grade(root, log, between=lambda: out.update(collected_digest={
+        s: digest(root / "submitted" / s / A / f"{A}.ipynb") for s in LEARNERS}))
     out["released"] = sorted(p.name for p in (exchange / COURSE / "feedback").glob("*.html"))
     # learners: fetch feedback
     log["fetch_feedback"] = each(lambda s: nbgrader(homes[s], envs[s], "fetch_feedback", A, "--course", COURSE))

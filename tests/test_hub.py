@@ -12,8 +12,10 @@ hub's REST API and work in their own servers, which run in a learner environment
 
 Also checked: a wrong password is refused; one learner's token opens neither another learner's
 server nor the hub's list of users; each learner's server is the learner environment's interpreter
-with its bin/ first on the PATH, lists that environment's kernel and has no formgrader. test_exchange.py runs the same flow with nbgrader's command line alone (and a
-resubmission). About 2 minutes on the 2-core course machine (131 s on 2026-12-03).
+with its bin/ first on the PATH, lists that environment's kernel and has no formgrader.
+test_exchange.py runs the same flow with nbgrader's command line alone (and a resubmission); the
+instructor's steps are its instructor_release and instructor_grade. About 2 minutes on the 2-core
+course machine (110-131 s on 2026-12-03).
 
 Needs configurable-http-proxy (hub/node_modules/.bin/, or COURSE_HUB_PROXY): without it these tests
 skip and say how to install it; COURSE_REQUIRE_HUB=1 (CI) makes a missing proxy a failure.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -36,12 +37,11 @@ import pytest
 import requests
 
 from coursekit import paths, registry
-from coursekit.nbg import ScratchCourse
 from tests import learner_env
 from tests.e2e import STUB_HINT
 from tests.notebooks import fill
-from tests.test_exchange import (A, COURSE, HINT, LEARNERS, RELEASE, answers, assert_cohort_scores, base_env, grades_csv,
-                                 nbgrader, page_score, score_of, sh)
+from tests.test_exchange import (A, COURSE, HINT, LEARNERS, answers, assert_cohort_scores, base_env, instructor_grade,
+                                 instructor_release, page_score, score_of)
 
 CONFIG = paths.REPO / "hub" / "jupyterhub_config.py"
 PROXY = os.environ.get("COURSE_HUB_PROXY") or str(paths.REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")
@@ -187,15 +187,9 @@ def hub(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hub")
     state, exchange = tmp / "state", tmp / "exchange"
     env = learner_env.build(tmp / "learner-env")
-    course = ScratchCourse(tmp / "course")
-    root = course.root
-    with open(root / "nbgrader_config.py", "a") as fh:  # the instructor's side of the hub's c.Exchange.root
-        fh.write(f"c.Exchange.root = {str(exchange)!r}\n")
-    instructor = base_env()
-    out = {"root": root, "state": state, "log": {}}
-    log = out["log"]
-    shutil.copytree(RELEASE / A, root / "course" / A)
-    log["release"] = nbgrader(root, instructor, "release_assignment", A)
+    log: dict = {}
+    root = instructor_release(tmp, exchange, log)  # the instructor's side of the hub's c.Exchange.root
+    out = {"root": root, "state": state, "log": log}
 
     port = free_ports()
     url = f"http://127.0.0.1:{port}"
@@ -230,12 +224,7 @@ def hub(tmp_path_factory):
                 people[s].save(json.loads(release.read_text()))
         out["submit"] = each(lambda p: p.assignments("submit"))
         out["inbound"] = sorted(p.name for p in (exchange / COURSE / "inbound").iterdir())
-        # instructor: collect, grade (make grade), feedback
-        log["collect"] = nbgrader(root, instructor, "collect", A)
-        log["grade"] = sh(root, instructor, sys.executable, "-m", "coursekit.grade", "--root", str(root), A).stdout
-        out["grades"] = grades_csv(root)
-        log["feedback"] = nbgrader(root, instructor, "generate_feedback", A, "--force")
-        log["release_feedback"] = nbgrader(root, instructor, "release_feedback", A)
+        out["grades"] = instructor_grade(root, log)  # collect, make grade, generate and release feedback
         out["instructor_pages"] = {s: (root / "feedback" / s / A / f"{A}.html").read_text() for s in LEARNERS}
         out["timestamp"] = {s: (root / "submitted" / s / A / "timestamp.txt").read_text() for s in LEARNERS}
         each(lambda p: p.assignments("fetch_feedback"))
