@@ -25,6 +25,7 @@ travels as one batch (`RemoteFunction.many`, used by `solutions.checks._common.c
 """
 from __future__ import annotations
 
+import gc
 import os
 import select
 import shutil
@@ -118,14 +119,15 @@ class RemoteFunction:
             raise failed[1]
         return values[0]
 
-    def many(self, calls: list) -> tuple[list, tuple | None]:
+    def many(self, calls: list, events: bool = False) -> tuple[list, tuple | None]:
         """The calls [(args, kwargs), ...] in order, in one exchange with the kernel: what a loop of
         local calls returns, with each call's in-place changes made to its own arguments and the
-        shared generators advanced. Returns (values, None), or (values before the failing call,
-        (its index, its exception))."""
+        shared generators advanced. With `events`, a shared model that records what it is fed
+        (specdec.toy.CachedBigramModel) holds, after each call, what the kernel's copy was fed in
+        it. Returns (values, None), or (values before the failing call, (its index, its exception))."""
         calls = [(tuple(args), dict(kwargs)) for args, kwargs in calls]
         try:
-            message, shared = remote.encode_calls(calls)
+            message, shared = remote.encode_calls(calls, events)
         except TypeError as exc:
             raise RuntimeError(f"checker bug: cannot send {exc} to the kernel") from None
         self.channel.send(message)
@@ -186,7 +188,10 @@ def _exception(name: str, text: str) -> BaseException:
 
 
 def judge(check: str, fn_name: str, channel: Channel) -> str | None:
-    """The checker's verdict on the learner's function, reached through the channel."""
+    """The checker's verdict on the learner's function, reached through the channel. Meanwhile
+    what this process holds already (nbgrader, torch, the notebook) is frozen out of the garbage
+    collector, as in the kernel (specdec.remote.serve)."""
+    gc.freeze()
     try:
         return verdict(check, RemoteFunction(channel, fn_name))
     except KernelStopped as stop:
@@ -194,6 +199,7 @@ def judge(check: str, fn_name: str, channel: Channel) -> str | None:
     except BaseException as exc:  # noqa: BLE001 - never a pass, never a hang
         return f"the grader could not check this answer ({type(exc).__name__}); please tell the instructor."
     finally:
+        gc.unfreeze()
         try:
             channel.send({"op": "done"})  # the kernel's cell ends
         except KernelStopped:

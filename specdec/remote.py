@@ -62,10 +62,19 @@ def _torch():
     return sys.modules.get("torch")
 
 
+_PLAIN = (type(None), bool, int, float, str)
+
+
 def encode(obj):
     """A JSON-ready description of obj; TypeError for anything outside the codec."""
-    torch = _torch()
-
+    kind = type(obj)
+    if kind in _PLAIN:  # exactly these types (a subclass, np.float64 included, goes below)
+        return obj
+    if kind is list or kind is tuple:  # token lists, counters: no element needs a tag
+        tag = "list" if kind is list else "tuple"
+        if all(type(x) in _PLAIN for x in obj):
+            return {"t": tag, "v": list(obj)}
+        return {"t": tag, "v": [encode(x) for x in obj]}
     if isinstance(obj, np.generic):  # before float: np.float64 is a float
         return {"t": "np", "v": _npy(np.asarray(obj))}
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -78,6 +87,7 @@ def encode(obj):
         return {"t": "dict", "v": [[encode(k), encode(v)] for k, v in obj.items()]}
     if isinstance(obj, np.ndarray):
         return {"t": "nd", "v": _npy(obj)}
+    torch = _torch()
     if isinstance(obj, np.random.Generator):
         return {"t": "rng", "v": obj.bit_generator.state}
     if torch is not None and isinstance(obj, torch.Tensor):
@@ -105,10 +115,9 @@ def decode(data, models: bool = False):
     if isinstance(data, list):  # only inside a tagged container
         raise TypeError("an untagged list")
     kind, value = data["t"], data["v"]
-    if kind == "tuple":
-        return tuple(decode(x, models) for x in value)
-    if kind == "list":
-        return [decode(x, models) for x in value]
+    if kind == "tuple" or kind == "list":
+        items = list(value) if all(type(x) in _PLAIN for x in value) else [decode(x, models) for x in value]
+        return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         return {decode(k, models): decode(v, models) for k, v in value}
     if kind == "nd":
@@ -236,30 +245,87 @@ def _shareable(obj) -> bool:
     return isinstance(obj, kinds) or isinstance(getattr(obj, "made_by", None), tuple)
 
 
-def encode_calls(calls) -> tuple[dict, list]:
+def _content(obj):
+    """A key equal for two arrays or tensors exactly when `encode` describes them alike (a batch
+    sends each such value once), or None for every other kind."""
+    if type(obj) is np.ndarray:
+        return ("nd", obj.dtype.str, obj.shape, obj.tobytes()) if obj.dtype.kind in PLAIN_KINDS else None
+    torch = _torch()
+    if torch is not None and type(obj) is torch.Tensor:
+        t = obj.detach().cpu()
+        t = t.float() if t.dtype == torch.bfloat16 else t
+        return ("pt", str(obj.dtype), str(obj.device), bool(obj.requires_grad), tuple(t.shape), t.numpy().tobytes())
+    return None
+
+
+def encode_calls(calls, events: bool = False) -> tuple[dict, list]:
     """A batch of calls [(args, kwargs), ...] as one message. A generator or model passed to
-    several calls is sent once and shared by them in the kernel; every other argument is decoded
-    afresh for each call. Returns the message and the shared objects, in the order it names them."""
-    shared, index = [], {}
+    several calls is sent once and shared by them in the kernel. Every other argument is the
+    call's own: an array or tensor equal to one already in the batch is sent once ("values") and
+    each call gets its own copy of it, everything else is encoded with the call. With `events`,
+    each call's reply also carries what the shared models that record their inputs were fed.
+    Returns the message and the shared objects, in the order it names them."""
+    shared, index, values, seen = [], {}, [], {}
 
     def arg(value):
-        if not _shareable(value):
+        if _shareable(value):
+            if id(value) not in index:
+                index[id(value)] = len(shared)
+                shared.append(value)
+            return {"t": "ref", "v": index[id(value)]}
+        key = _content(value)
+        if key is None:
             return encode(value)
-        if id(value) not in index:
-            index[id(value)] = len(shared)
-            shared.append(value)
-        return {"t": "ref", "v": index[id(value)]}
+        if key not in seen:
+            seen[key] = len(values)
+            values.append(encode(value))
+        return {"t": "val", "v": seen[key]}
 
     body = [[[arg(a) for a in args], {k: arg(v) for k, v in kwargs.items()}] for args, kwargs in calls]
-    return {"op": "many", "shared": [encode(v) for v in shared], "calls": body}, shared
+    return {"op": "many", "shared": [encode(v) for v in shared], "values": values, "calls": body,
+            "events": bool(events)}, shared
 
 
-def _call(fn, args, kwargs, sent_args, sent_kwargs) -> dict:
-    """One call's reply: its value (or exception), and each argument the call changed."""
+class _Value:
+    """One of a batch's "values" in the kernel: decoded once; each call gets a fresh copy, and
+    whether the call changed its copy is a comparison of bytes, not a new encoding."""
+
+    def __init__(self, data):
+        self.data, self.value = data, decode(data, models=True)
+        self.bytes = self._bytes(self.value)
+
+    @staticmethod
+    def _bytes(value):
+        torch = _torch()
+        if isinstance(value, np.ndarray):
+            return (value.dtype.str, value.shape, value.tobytes())
+        t = value.detach().cpu()
+        t = t.float() if t.dtype == torch.bfloat16 else t
+        return (value.dtype, value.device, value.requires_grad, tuple(t.shape), t.numpy().tobytes())
+
+    def fresh(self):
+        if isinstance(self.value, np.ndarray):
+            return self.value.copy()
+        copy = self.value.detach().clone()
+        return copy.requires_grad_(True) if self.value.requires_grad else copy
+
+    def changed(self, value):
+        """The copy as the call left it (encoded), or None when it is as it was sent."""
+        if type(value) is type(self.value):
+            try:
+                if self._bytes(value) == self.bytes:
+                    return None
+            except (AttributeError, RuntimeError, TypeError):
+                pass
+        now = _encode_or_none(value)
+        return None if now is None or now == self.data else now
+
+
+def _call(fn, args, kwargs, sent_args, sent_kwargs, values) -> dict:
+    """One call's reply: its value (or exception), and each argument the call changed. Warnings
+    are ignored (`_many` sets the filter once for the batch)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - the checker decides what the error means
@@ -270,8 +336,11 @@ def _call(fn, args, kwargs, sent_args, sent_kwargs) -> dict:
         reply = {"opaque": type(result).__name__}
 
     def after(value, sent):
-        if isinstance(sent, dict) and sent.get("t") == "ref":  # shared: reported once, after the batch
+        tag = sent.get("t") if isinstance(sent, dict) else None
+        if tag == "ref":  # shared: reported once, after the batch
             return None
+        if tag == "val":
+            return values[int(sent["v"])].changed(value)
         now = _encode_or_none(value)
         return None if now is None or now == sent else now
 
@@ -288,34 +357,56 @@ def _recording(obj) -> bool:
 def _many(fn, message: dict) -> dict:
     """A batch of calls in order, stopping after the first that raises; then the shared
     generators as the calls left them. A shared model that records what it is fed starts each
-    call with an empty record, and the call's reply carries it ("events": [[index, record]])."""
+    call with an empty record; when the message asks for them ("events": true), the call's reply
+    carries the records ("events": [[index, record]]). Only the checks that judge how a model was
+    fed read them, and encoding them for every call of a statistical check cost more than the
+    calls."""
     shared = [decode(v, models=True) for v in message["shared"]]
+    values = [_Value(data) for data in message.get("values", [])]
 
     def arg(data):
-        return shared[int(data["v"])] if isinstance(data, dict) and data.get("t") == "ref" else decode(data, models=True)
+        tag = data.get("t") if isinstance(data, dict) else None
+        if tag == "ref":
+            return shared[int(data["v"])]
+        if tag == "val":
+            return values[int(data["v"])].fresh()
+        return decode(data, models=True)
 
     replies = []
-    for sent_args, sent_kwargs in message["calls"]:
-        args = [arg(a) for a in sent_args]
-        kwargs = {k: arg(v) for k, v in sent_kwargs.items()}
-        recorders = [(i, v) for i, v in enumerate(shared) if _recording(v)]
-        for _, model in recorders:
-            model.reset_events()
-        replies.append(_call(fn, args, kwargs, sent_args, sent_kwargs))
-        if recorders:
-            try:
-                replies[-1]["events"] = [[i, encode(model.events)] for i, model in recorders]
-            except TypeError:  # a record the learner's code replaced: the checker says so
-                replies[-1]["events"] = [[i, None] for i, _ in recorders]
-        if "error" in replies[-1]:
-            break
+    recorders = [(i, v) for i, v in enumerate(shared) if _recording(v)]
+    with warnings.catch_warnings():  # the kernel's own filters come back after the batch
+        warnings.resetwarnings()
+        warnings.simplefilter("ignore")
+        ignore = list(warnings.filters)
+        for sent_args, sent_kwargs in message["calls"]:
+            if warnings.filters != ignore:  # the previous call changed them: every call starts alike
+                warnings.resetwarnings()
+                warnings.simplefilter("ignore")
+            args = [arg(a) for a in sent_args]
+            kwargs = {k: arg(v) for k, v in sent_kwargs.items()}
+            for _, model in recorders:
+                model.reset_events()
+            replies.append(_call(fn, args, kwargs, sent_args, sent_kwargs, values))
+            if recorders and message.get("events"):
+                try:
+                    replies[-1]["events"] = [[i, encode(model.events)] for i, model in recorders]
+                except TypeError:  # a record the learner's code replaced: the checker says so
+                    replies[-1]["events"] = [[i, None] for i, _ in recorders]
+            if "error" in replies[-1]:
+                break
     return {"many": replies, "shared": [_encode_or_none(v) if not hasattr(v, "made_by") else None for v in shared]}
 
 
 def serve(fn, requests: str, replies: str) -> None:
-    """Answer the checker's calls of `fn` until it says it is done (the grader calls this)."""
+    """Answer the checker's calls of `fn` until it says it is done (the grader calls this).
+    What the kernel holds already is frozen out of the garbage collector meanwhile: a batch
+    of thousands of calls allocates enough to set off full collections, and each one would walk
+    torch's and the notebook's objects again (gc.freeze; they rejoin it when the cell ends)."""
+    import gc
+
     rfd = os.open(requests, os.O_RDONLY)
     wfd = os.open(replies, os.O_WRONLY)
+    gc.freeze()
     try:
         while True:
             message = read_frame(rfd)
@@ -323,5 +414,6 @@ def serve(fn, requests: str, replies: str) -> None:
                 return
             write_frame(wfd, _many(fn, message))  # a single call is a batch of one
     finally:
+        gc.unfreeze()
         os.close(rfd)
         os.close(wfd)

@@ -207,6 +207,59 @@ def test_a_batch_of_calls_is_a_loop_of_calls():
         kernel.close()
 
 
+def test_equal_arrays_and_tensors_travel_once_and_each_call_gets_its_own_copy():
+    """A batch sends an array or tensor once however many calls pass an equal one (a checker's
+    thousands of draws on one p and q), yet each call still gets its own copy: a call that
+    changes its copy in place changes only its own argument, and the others stay as sent, dtype,
+    device and requires_grad included."""
+    def bump(x, t, g, k):
+        if k % 2:
+            x += k
+            t.mul_(k)
+        return float(x.sum()), float(t.float().sum()), str(t.dtype), bool(g.requires_grad), str(g.dtype)
+
+    def calls():
+        x, t, g = np.arange(3.0), torch.tensor([1.0, 2.0], dtype=torch.bfloat16), torch.ones(2, requires_grad=True)
+        return [((x.copy(), t.clone(), g, k), {}) for k in range(6)]
+
+    message, _ = remote.encode_calls(calls())
+    assert len(message["values"]) == 3 and all(a["t"] == "val" for a in message["calls"][5][0][:3])
+    local, sent = calls(), calls()
+    expected = [bump(*args) for args, _ in local]
+    kernel = Kernel(bump)
+    try:
+        values, failed = RemoteFunction(kernel.channel, "bump").many(sent)
+        kernel.channel.send({"op": "done"})
+    finally:
+        kernel.close()
+    assert failed is None and values == expected
+    for (mine, _), (theirs, _) in zip(sent, local):
+        assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
+        assert mine[1].dtype == torch.bfloat16
+
+
+def test_what_a_toy_model_was_fed_travels_only_when_the_check_asks():
+    """The recording models' records come back only with `events` (the feeding check asks; a
+    statistical check's thousands of calls do not pay for encoding them)."""
+    target, draft = toy_pair(cache=True)
+    fn = COURSE["04"].reference().speculative_generate_cached
+    args = (target, draft, torch.tensor([0, 1]), 6, 2)
+    kernel = Kernel(fn)
+    try:
+        remote_fn = RemoteFunction(kernel.channel, fn.__name__)
+        target.reset_events()
+        remote_fn.many([(args, {"temperature": 0})])
+        assert target.events == []  # nothing came back: the local record is as it was
+        remote_fn.many([(args, {"temperature": 0})], events=True)
+        kernel.channel.send({"op": "done"})
+    finally:
+        kernel.close()
+    fed = [{k: v for k, v in e.items() if k != "t"} for e in target.events]
+    target.reset_events()
+    fn(*args, temperature=0)
+    assert fed and fed == [{k: v for k, v in e.items() if k != "t"} for e in target.events]
+
+
 def test_a_kernel_that_stops_answering_fails_the_check_at_once():
     channel = Channel()  # nothing serves it: the cell ended (a NameError, a replaced helper)
     channel.stopped_hint = "the grader could not call `speedup`: NameError: name 'speedup' is not defined."

@@ -45,16 +45,20 @@ def call(fn: Callable, *args, name: str | None = None, on_error: dict | None = N
         _raised(exc, fn, args, kwargs, name, on_error)
 
 
-def call_many(fn: Callable, calls: list, name: str | None = None, on_error: dict | None = None) -> list:
+def call_many(fn: Callable, calls: list, name: str | None = None, on_error: dict | None = None,
+              events: bool = False) -> list:
     """[call(fn, *args, **kwargs) for args, kwargs in calls], in one exchange when fn runs in the
     learner's kernel (coursekit.judge.RemoteFunction.many), which makes a checker's thousands of
     seeded draws as fast as local calls. A generator or model passed to several calls is shared by
-    them, as in the loop; give each call its own copy of an array the function might change."""
+    them, as in the loop; give each call its own copy of an array the function might change.
+    `events`: a model that records what it is fed (specdec.toy.CachedBigramModel) holds, after
+    the calls, what the last call fed it, as a local call leaves it (only the checks that read
+    the records ask: sending them back costs more than the calls)."""
     __tracebackhide__ = True
     many = getattr(fn, "many", None)
     if many is None:
         return [call(fn, *args, name=name, on_error=on_error, **kwargs) for args, kwargs in calls]
-    values, failed = many(calls)
+    values, failed = many(calls, events=True) if events else many(calls)
     if failed is not None:
         index, exc = failed
         args, kwargs = calls[index]

@@ -650,7 +650,7 @@ def _feeding(fn, K: int) -> str | None:
     label = f"{CACHED}(target, draft, prompt, {N_GREEDY}, K={K}, temperature=0)"
     target.reset_events()
     draft.reset_events()
-    out = call(fn, target, draft, torch.tensor(LOG_PROMPT), N_GREEDY, K, temperature=0)
+    out, = call_many(fn, [((target, draft, torch.tensor(LOG_PROMPT), N_GREEDY, K), dict(temperature=0))], events=True)
     tokens, _ = _spec_out(out, label, N_GREEDY, False)
     problem = feeding_problem(_read_events(target.events, "target"), _read_events(draft.events, "draft"),
                               _text(N_GREEDY + K_MAX + 2), N_GREEDY, K, label)
