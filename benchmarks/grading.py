@@ -3,9 +3,14 @@ two-worker cluster. In one run, on one machine:
 
 1. Before and after, side by side: one learner who hands in every assignment with the reference
    answers, graded twice, one submission at a time:
-   - before: stock serial nbgrader (`make grade --jobs 1`: one `nbgrader autograde` process per
-     submission) with every cell run (COURSE_GRADE_MEASUREMENTS=1), as `make grade` graded before
-     issue 17;
+   - before: grading as it was before issue 17, the course's code at BEFORE (its judge, codec,
+     sandbox and configuration, `git archive`d into the run's temp folder and put first on the
+     PYTHONPATH of nbgrader and its kernels): stock serial nbgrader, one `nbgrader autograde`
+     process per submission, every cell run. The notebooks and checkers are today's; they differ
+     from BEFORE's only in the cells' tags and in which calls ship the toy models' records. Where
+     git or that commit is missing (an archive, a shallow clone), before is today's code in
+     the same stock serial mode with every cell run (COURSE_GRADE_MEASUREMENTS=1), and the
+     summary says so;
    - after: `make grade`'s engine on a one-worker cluster: one nbgrader process for all the
      learner's assignments (coursekit.batch), measurement cells not run.
    Per assignment: seconds per submission both ways and where they went (kernel start, the
@@ -18,7 +23,7 @@ two-worker cluster. In one run, on one machine:
 
     python benchmarks/grading.py [--learners 4] [ASSIGNMENT ...]
 
-Prints a markdown summary last (also written to benchmarks/results-grading.md). About 8 minutes
+Prints a markdown summary last (also written to benchmarks/results-grading.md). About 15 minutes
 on the 2-core course machine.
 """
 from __future__ import annotations
@@ -35,10 +40,12 @@ from pathlib import Path
 from coursekit.cluster import LoopbackCluster
 from coursekit.grade import grade
 from coursekit.judge import MEASUREMENTS, PROFILE
-from coursekit.nbg import ScratchCourse, with_reference_answers
-from coursekit.paths import SOURCE
+from coursekit.grade import CONFIG_NAMES
+from coursekit.nbg import ScratchCourse, grade_submission, run, with_reference_answers
+from coursekit.paths import REPO, SOURCE
 
 OUT = Path(__file__).resolve().parent / "results-grading.md"
+BEFORE = "e341fb3"  # the last commit before issue 17's work (its grading: serial stock nbgrader)
 PARTS = ("startup", "learner", "hidden", "other")
 
 
@@ -53,6 +60,36 @@ def cohort(root: Path, learners: int, assignments: list[str], blanks: bool = Tru
         for k in range(learners):
             unfinished = blanks and (k + a_index) % 4 == 3
             course.submit(f"learner{k:02d}", assignment, release if unfinished else answered, f"{assignment}.ipynb")
+
+
+def before_code(dest: Path) -> Path | None:
+    """The course's code at BEFORE, unpacked into dest (None without git or that commit)."""
+    import subprocess
+
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", BEFORE],
+                             capture_output=True)
+    if archive.returncode != 0:
+        return None
+    dest.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def grade_before(root: Path, assignments: list[str], code: Path) -> list:
+    """Each submission in root graded as before issue 17: BEFORE's configuration in the course
+    root, its modules first on the PYTHONPATH of `nbgrader autograde` (and so of its kernels), one
+    process per submission; then generate_feedback. The gradebook already knows the assignments."""
+    import shutil
+
+    for name in CONFIG_NAMES:
+        shutil.copy(code / name, root / name)
+    env = {"PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    rows = []
+    for assignment in assignments:
+        rows += grade_submission(root, assignment, "learner00", env=env)
+    for assignment in assignments:
+        run(root, "generate_feedback", assignment, "--force", env=env)
+    return rows
 
 
 def profile(path: Path) -> dict[str, dict]:
@@ -90,10 +127,14 @@ def main(argv=None) -> int:
         before_root, after_root = tmp / "before", tmp / "after"
         for root in (before_root, after_root):
             cohort(root, 1, assignments, blanks=False)
-        # before: stock serial nbgrader, every cell run
+        # before: grading as it was before issue 17 (BEFORE's code), stock serial nbgrader, every cell run
+        old = before_code(tmp / "before-code")
         os.environ[PROFILE], os.environ[MEASUREMENTS] = str(tmp / "before.jsonl"), "1"
         t0 = time.perf_counter()
-        before = grade(before_root, assignments, jobs=1)
+        if old is None:
+            before, label = grade(before_root, assignments, jobs=1), "today's code (no git history here)"
+        else:
+            before, label = grade_before(before_root, assignments, old), f"the code at {BEFORE}"
         t_before = time.perf_counter() - t0
         del os.environ[MEASUREMENTS]
         # after: the engine, one worker, one nbgrader process for the learner
@@ -109,8 +150,9 @@ def main(argv=None) -> int:
         sec_a = {r.assignment: r.seconds for r in after}
         mean_b, mean_a = statistics.mean(sec_b.values()), statistics.mean(sec_a.values())
         lines += ["## Before and after, one submission at a time, side by side", "",
-                  "One learner with the reference answers in every assignment. Before: stock serial "
-                  "`nbgrader autograde`, one process per submission, every cell run. After: `make grade`'s "
+                  f"One learner with the reference answers in every assignment. Before: grading as before "
+                  f"issue 17, {label}: stock serial `nbgrader autograde`, one process per submission, every "
+                  "cell run. After: `make grade`'s "
                   "engine on one worker: one nbgrader process for the learner, measurement cells not run "
                   "(its kernels get 1 BLAS thread; before's get torch's default). Seconds per submission, and "
                   "the notebook's time inside nbgrader as kernel start / learner's cells / hidden checks / "
