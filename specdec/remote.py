@@ -288,20 +288,12 @@ def encode_calls(calls, events: bool = False) -> tuple[dict, list]:
 
 class _Value:
     """One of a batch's "values" in the kernel: decoded once; each call gets a fresh copy, and
-    whether the call changed its copy is a comparison of bytes, not a new encoding."""
+    whether the call changed its copy is a comparison of content keys (`_content`), not a new
+    encoding."""
 
     def __init__(self, data):
         self.data, self.value = data, decode(data, models=True)
-        self.bytes = self._bytes(self.value)
-
-    @staticmethod
-    def _bytes(value):
-        torch = _torch()
-        if isinstance(value, np.ndarray):
-            return (value.dtype.str, value.shape, value.tobytes())
-        t = value.detach().cpu()
-        t = t.float() if t.dtype == torch.bfloat16 else t
-        return (value.dtype, value.device, value.requires_grad, tuple(t.shape), t.numpy().tobytes())
+        self.key = _content(self.value)
 
     def fresh(self):
         if isinstance(self.value, np.ndarray):
@@ -311,12 +303,11 @@ class _Value:
 
     def changed(self, value):
         """The copy as the call left it (encoded), or None when it is as it was sent."""
-        if type(value) is type(self.value):
-            try:
-                if self._bytes(value) == self.bytes:
-                    return None
-            except (AttributeError, RuntimeError, TypeError):
-                pass
+        try:
+            if _content(value) == self.key:
+                return None
+        except (AttributeError, RuntimeError, TypeError):
+            pass
         now = _encode_or_none(value)
         return None if now is None or now == self.data else now
 
