@@ -7,6 +7,10 @@ STAMP := $(VENV)/.installed
 PORT ?= 8888
 export PATH := $(abspath $(BIN)):$(PATH)
 ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
+# pip install with up to three tries: a registry's dropped connection (IncompleteRead) fails one
+# download, not the set-up; a real error (a missing version) fails all three and stops make.
+PIP_INSTALL = for try in 1 2 3; do $(1) -m pip install --quiet $(2) && break; \
+  [ $$try = 3 ] && exit 1; echo "pip install failed (try $$try of 3); trying again in 10 s" >&2; sleep 10; done
 
 .PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-threads train heads grade
 
@@ -59,7 +63,7 @@ strip: $(STAMP) ## remove outputs from the source notebooks
 
 learner-env: ## for a cohort: learner-env/, what learners need to run the notebooks and no answers (README)
 	test -x learner-env/bin/python || $(PYTHON) -m venv learner-env
-	learner-env/bin/python -m pip install --quiet -c requirements.txt ./learner
+	$(call PIP_INSTALL,learner-env/bin/python,-c requirements.txt ./learner)
 
 HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
 
@@ -76,9 +80,9 @@ venv: $(STAMP) ## create .venv with the pinned dependencies (other targets do th
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(call PIP_INSTALL,$(BIN)/python,--upgrade pip)
+	$(call PIP_INSTALL,$(BIN)/python,-r requirements.txt)
+	$(call PIP_INSTALL,$(BIN)/python,--no-deps -e .)
 	touch $@
 
 clean: ## remove .venv and caches (keeps workspace/, your answers, and any grading data)
