@@ -66,12 +66,15 @@ c.Autograde.autograde_preprocessors = [JudgedExecute, IgnorePattern, ClearMetada
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 
 # Measurement cells (tagged `measurement` in source/: timings, fitted curves and comparisons on
-# the shipped models, and the cells that read their results) and 02's slider explorer (tagged
-# `explorer`: nobody moves its sliders in a graded run) are not run while grading: no grade
-# depends on them, and the measurements were most of a submission's grading time (05's took
-# 23-85 s a submission on the 2-core course machine, depending on its load). Their output in
-# the autograded notebook and the feedback is a one-line note.
-# Graded and solution cells always run, whatever their tags. To run them as well (the learner's
-# figures in the feedback): COURSE_GRADE_MEASUREMENTS=1 make grade, or set this to True.
-c.JudgedExecute.skip_tags = ["measurement", "explorer"]
+# the shipped models, and the cells that read their results), the cells that only show the
+# learner's results (tagged `demo`: plots and tables drawn from their functions) and 02's slider
+# explorer (tagged `explorer`: nobody moves its sliders in a graded run) are not run while
+# grading: no grade depends on them, and the measurements were most of a submission's grading
+# time (05's took 23-85 s a submission on the 2-core course machine, depending on its load).
+# Their output in the autograded notebook and the feedback is a one-line note.
+# Graded and solution cells always run, whatever their tags, and so does a tagged cell that a
+# later cell which runs may read a variable of (coursekit.judge.skipped_cells: a learner whose
+# own cell uses a plot's variable keeps that plot). To run them all (the learner's figures in
+# the feedback): COURSE_GRADE_MEASUREMENTS=1 make grade, or set run_measurements to True.
+c.JudgedExecute.skip_tags = ["measurement", "demo", "explorer"]
 c.JudgedExecute.run_measurements = False

@@ -12,7 +12,7 @@ For every submitted/<student>/<assignment>/ under the course root (nbgrader's la
    report below it: the code scan's flags and what the sandbox refused at run time.
 
 A progress bar (tqdm) runs while it works. The stock nbgrader commands keep working as before.
-Cells tagged `measurement` or `explorer` are not run while grading (grader_config.py).
+Cells tagged `measurement`, `demo` or `explorer` are not run while grading (grader_config.py).
 
 `--jobs 1`: stock `nbgrader autograde <assignment> --student <student>` in the course root itself,
 one submission after another, then `nbgrader generate_feedback`.

@@ -25,6 +25,7 @@ travels as one batch (`RemoteFunction.many`, used by `solutions.checks._common.c
 """
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import select
@@ -162,10 +163,10 @@ def _unpack(reply: dict, args, kwargs):
     if "error" in reply:
         name, text = (str(x)[:2000] for x in reply["error"])
         return None, _exception(name, text)
-    for local, after in zip(args, reply["args"]):
+    for local, after in zip(args, reply.get("args", ())):  # absent: the call changed no argument
         if after is not None:
             remote.update_in_place(local, remote.decode(after))
-    for key, after in reply["kwargs"].items():
+    for key, after in reply.get("kwargs", {}).items():
         if key in kwargs and after is not None:
             remote.update_in_place(kwargs[key], remote.decode(after))
     if "opaque" in reply:
@@ -213,8 +214,199 @@ def _error_output(hint: str) -> nbformat.NotebookNode:
 
 PROFILE = "COURSE_GRADING_PROFILE"  # a file: where each graded notebook's time went, one json line
 MEASUREMENTS = "COURSE_GRADE_MEASUREMENTS"  # "1": run the measurement cells while grading too
-SKIPPED = ("not run while grading: this cell measures (timings, fits, comparisons on the shipped models) or is "
-           "an interactive explorer, and no grade depends on it; run it in your own notebook to see its output.\n")
+SKIPPED = ("not run while grading: this cell measures (timings, fits, comparisons on the shipped models), shows "
+           "your results (a plot or a table) or is an interactive explorer, and no grade depends on it; run it "
+           "in your own notebook to see its output.\n")
+
+# Names through which a cell can reach any global (so it may read whatever a skipped cell set).
+REACH_ALL = frozenset({"globals", "vars", "locals", "eval", "exec", "compile", "get_ipython", "__builtins__",
+                       "__import__", "__main__", "sys", "builtins", "importlib", "inspect"})
+
+
+def _binds(node) -> set[str] | None:
+    """The names a statement may bind, at any depth (None: a star import, which binds unknown names)."""
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            names.add(sub.id)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            for alias in sub.names:
+                if alias.name == "*":
+                    return None
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+            names.update(sub.names)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            names.add(sub.name)
+        elif isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
+            names.add(sub.name)
+        elif isinstance(sub, ast.MatchMapping) and sub.rest:
+            names.add(sub.rest)
+    return names
+
+
+def _python(source: str) -> ast.Module | None:
+    """A cell as Python: IPython's own rewriting of its magics, with what %time and %%time time
+    put back in their place (they run it in the notebook's namespace); any other magic stays a
+    get_ipython() call. None: not Python even then."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ImportError, ValueError):
+        return None
+    body = []
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("run_line_magic", "run_cell_magic") and isinstance(call.func.value, ast.Call)
+                and isinstance(call.func.value.func, ast.Name) and call.func.value.func.id == "get_ipython"
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
+                and call.args and call.args[0].value == "time"):
+            try:
+                body += ast.parse(call.args[-1].value).body
+                continue
+            except SyntaxError:
+                return None
+        body.append(statement)
+    tree.body = body
+    return tree
+
+
+def cell_binds(source: str) -> set[str] | None:
+    """Every name a cell's code may bind (None: not Python, or a star import)."""
+    tree = _python(source)
+    return None if tree is None else _binds(tree)
+
+
+def _scoped_reads(node) -> set[str]:
+    """The global names the functions, lambdas, classes and comprehensions inside `node` read
+    (Python's own scope analysis, symtable): a parameter or a local is not a read."""
+    import symtable
+
+    reads, tables = set(), symtable.symtable(ast.unparse(node), "<cell>", "exec").get_children()
+    while tables:
+        table = tables.pop()
+        reads |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()}
+        tables.extend(table.get_children())
+    return reads
+
+
+def _flow_reads(statements, bound: set[str], reads: set[str]) -> set[str]:
+    """Walk module-level statements in order: add to `reads` each name loaded before this code
+    has surely bound it; return the names surely bound afterwards. A loop's body may not run and
+    only one branch of an if does, so what they bind counts only inside them (or in both branches)."""
+    def loads(*nodes):
+        for node in nodes:
+            if node is None:
+                continue
+            outer = set()
+            stack = [node]
+            while stack:  # the names this scope loads, not descending into nested scopes
+                sub = stack.pop()
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                    outer.add(sub.id)
+                if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                                        ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) or sub is node:
+                    stack.extend(ast.iter_child_nodes(sub))
+                else:
+                    outer |= _loads_outside_scope(sub)
+            reads.update(outer - bound)
+            reads.update(_scoped_reads(node) - bound)
+
+    for st in statements:
+        if isinstance(st, (ast.For, ast.AsyncFor)):
+            loads(st.iter)
+            inner = set(bound) | (_binds(st.target) or set())
+            _flow_reads(st.body, inner, reads)
+            _flow_reads(st.orelse, set(bound), reads)
+        elif isinstance(st, ast.While):
+            loads(st.test)
+            _flow_reads(st.body, set(bound), reads)
+            _flow_reads(st.orelse, set(bound), reads)
+        elif isinstance(st, ast.If):
+            loads(st.test)
+            bound |= _flow_reads(st.body, set(bound), reads) & _flow_reads(st.orelse, set(bound), reads)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            loads(*[item.context_expr for item in st.items])
+            for item in st.items:
+                if item.optional_vars is not None:
+                    bound |= _binds(item.optional_vars) or set()
+            bound |= _flow_reads(st.body, set(bound), reads)
+        elif isinstance(st, ast.Try):
+            _flow_reads(st.body, set(bound), reads)
+            for handler in st.handlers:
+                loads(handler.type)
+                _flow_reads(handler.body, set(bound) | ({handler.name} if handler.name else set()), reads)
+            _flow_reads(st.orelse, set(bound), reads)
+            _flow_reads(st.finalbody, set(bound), reads)
+        else:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                loads(*st.decorator_list, *getattr(st, "bases", []), *getattr(st, "keywords", []))
+                if not isinstance(st, ast.ClassDef):
+                    loads(*st.args.defaults, *[d for d in st.args.kw_defaults if d is not None])
+                reads.update(_scoped_reads(st) - bound)
+            else:
+                loads(st)
+            bound |= _binds(st) or set()
+    return bound
+
+
+def _loads_outside_scope(node) -> set[str]:
+    """What a nested scope's header evaluates in the enclosing scope: a comprehension's first
+    iterable, a function's defaults and decorators, a class's bases."""
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        first = node.generators[0].iter
+        return {n.id for n in ast.walk(first) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    parts = list(getattr(node, "decorator_list", [])) + list(getattr(node, "bases", []))
+    args = getattr(node, "args", None)
+    if isinstance(args, ast.arguments):
+        parts += list(args.defaults) + [d for d in args.kw_defaults if d is not None]
+    return {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def cell_reads(source: str) -> set[str] | None:
+    """The names a cell may read from what earlier cells left: each name it loads before its own
+    code has surely bound it, in order (a loop's target inside the loop, an assignment below
+    it), and the globals its functions, lambdas and comprehensions read (symtable; a function's
+    globals count where it is defined). None (it may read anything): not plain Python (magics,
+    a syntax error), or it names a way to reach every global (globals(), eval, sys, ...)."""
+    tree = _python(source)
+    if tree is None or {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & REACH_ALL:
+        return None
+    reads: set[str] = set()
+    _flow_reads(tree.body, set(), reads)
+    return reads
+
+
+def skipped_cells(cells, skip_tags, run_all: bool = False) -> set[int]:
+    """Indices of the code cells not run while grading: tagged with one of `skip_tags`, neither
+    graded nor a solution, plain Python, and no cell that does run after it may read a name it
+    binds (cell_reads: a learner's cell that uses a plot's variable makes that plot run). Decided
+    from the last cell back, so a skipped cell's own reads keep nothing running."""
+    skip: set[int] = set()
+    if run_all:
+        return skip
+    later: set[str] = set()
+    reads_anything = False
+    for index in range(len(cells) - 1, -1, -1):
+        cell = cells[index]
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        if not (meta.get("grade") or meta.get("solution")) and set(cell.metadata.get("tags", [])) & set(skip_tags):
+            names = cell_binds(cell.source)
+            if names is not None and not reads_anything and not names & later:
+                skip.add(index)
+                continue
+        reads = cell_reads(cell.source)
+        if reads is None:
+            reads_anything = True
+        else:
+            later |= reads
+    return skip
 
 
 class JudgedExecute(Execute):
@@ -222,29 +414,30 @@ class JudgedExecute(Execute):
 
     Cells tagged with one of `skip_tags` (the course tags its measurement cells `measurement`:
     timings, fits and comparisons that take most of a notebook's run time and that no grade
-    depends on, with every cell that reads their results; and 02's slider explorer `explorer`)
-    are not executed while grading, unless `run_measurements` is set or the
-    environment sets COURSE_GRADE_MEASUREMENTS=1; their output becomes a one-line note. Graded
-    and solution cells are always executed, whatever their tags. tests/test_grading_one.py checks
-    that the reference answers still score full marks with no error output anywhere.
+    depends on, with every cell that reads their results; the cells that only show the learner's
+    results, plots and tables, `demo`; and 02's slider explorer `explorer`) are not executed
+    while grading, unless `run_measurements` is set or the environment sets
+    COURSE_GRADE_MEASUREMENTS=1; their output becomes a one-line note. Graded and solution cells
+    are always executed, whatever their tags, and so is a tagged cell that a later cell which
+    runs may read a name of (`skipped_cells`: a learner who used a plot's variable in their own
+    cell keeps it). tests/test_grading.py checks that the reference answers still score full
+    marks with no error output anywhere.
 
     Where the environment names a file in COURSE_GRADING_PROFILE, each notebook appends one json
     line to it: the kernel's start-up, the learner's cells, the hidden checks, the other cells,
     the skipped ones (make bench-grade's breakdown)."""
 
-    skip_tags = List(Unicode(), default_value=["measurement", "explorer"],
+    skip_tags = List(Unicode(), default_value=["measurement", "demo", "explorer"],
                      help="Cells with one of these tags are not run while grading (no grade depends on them).").tag(config=True)
     run_measurements = Bool(False, help="Run the cells tagged with skip_tags as well.").tag(config=True)
 
-    def _skipped(self, cell) -> bool:
-        if cell.cell_type != "code" or os.environ.get(MEASUREMENTS) == "1" or self.run_measurements:
-            return False
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") or meta.get("solution"):
-            return False
-        return bool(set(cell.metadata.get("tags", [])) & set(self.skip_tags))
+    def skipped(self, nb) -> set[int]:
+        """The indices of nb's cells that grading does not run (skipped_cells)."""
+        return skipped_cells(nb.cells, self.skip_tags,
+                             run_all=os.environ.get(MEASUREMENTS) == "1" or self.run_measurements)
 
     def preprocess(self, nb, resources=None, km=None):
+        self._skip = self.skipped(nb)
         self._times = {"startup": 0.0, "learner": 0.0, "hidden": 0.0, "other": 0.0, "skipped": 0}
         self._t0, self._cells = time.monotonic(), []
         try:
@@ -263,7 +456,7 @@ class JudgedExecute(Execute):
         times = getattr(self, "_times", None)
         if times is not None and index == 0:
             times["startup"] = time.monotonic() - self._t0  # the kernel came up before the first cell
-        if self._skipped(cell):
+        if index in getattr(self, "_skip", ()):
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=SKIPPED)]
             cell.execution_count = None
             if times is not None:

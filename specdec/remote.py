@@ -266,20 +266,29 @@ def encode_calls(calls, events: bool = False) -> tuple[dict, list]:
     each call's reply also carries what the shared models that record their inputs were fed.
     Returns the message and the shared objects, in the order it names them."""
     shared, index, values, seen = [], {}, [], {}
+    by_id = {}  # id -> its reference, for the objects passed to several calls (alive until we return)
 
     def arg(value):
-        if _shareable(value):
-            if id(value) not in index:
-                index[id(value)] = len(shared)
-                shared.append(value)
-            return {"t": "ref", "v": index[id(value)]}
-        key = _content(value)
-        if key is None:
+        kind = type(value)
+        if kind in _PLAIN or kind is list or kind is tuple:  # never shared, never in "values"
             return encode(value)
-        if key not in seen:
-            seen[key] = len(values)
-            values.append(encode(value))
-        return {"t": "val", "v": seen[key]}
+        ref = by_id.get(id(value))
+        if ref is not None:
+            return ref
+        if _shareable(value):
+            index[id(value)] = len(shared)
+            shared.append(value)
+            ref = {"t": "ref", "v": index[id(value)]}
+        else:
+            key = _content(value)
+            if key is None:
+                return encode(value)
+            if key not in seen:
+                seen[key] = len(values)
+                values.append(encode(value))
+            ref = {"t": "val", "v": seen[key]}
+        by_id[id(value)] = ref
+        return ref
 
     body = [[[arg(a) for a in args], {k: arg(v) for k, v in kwargs.items()}] for args, kwargs in calls]
     return {"op": "many", "shared": [encode(v) for v in shared], "values": values, "calls": body,
@@ -313,7 +322,8 @@ class _Value:
 
 
 def _call(fn, args, kwargs, sent_args, sent_kwargs, values) -> dict:
-    """One call's reply: its value (or exception), and each argument the call changed. Warnings
+    """One call's reply: its value (or exception), and each argument the call changed ("args",
+    "kwargs"; absent when it changed none). Warnings
     are ignored (`_many` sets the filter once for the batch)."""
     try:
         result = fn(*args, **kwargs)
@@ -327,7 +337,9 @@ def _call(fn, args, kwargs, sent_args, sent_kwargs, values) -> dict:
         reply = {"opaque": type(result).__name__}
 
     def after(value, sent):
-        tag = sent.get("t") if isinstance(sent, dict) else None
+        if not isinstance(sent, dict):  # None, a bool, number or string: nothing to change
+            return None
+        tag = sent.get("t")
         if tag == "ref":  # shared: reported once, after the batch
             return None
         if tag == "val":
@@ -335,8 +347,13 @@ def _call(fn, args, kwargs, sent_args, sent_kwargs, values) -> dict:
         now = _encode_or_none(value)
         return None if now is None or now == sent else now
 
-    reply["args"] = [after(a, sent) for a, sent in zip(args, sent_args)]
-    reply["kwargs"] = {k: after(v, sent_kwargs[k]) for k, v in kwargs.items()}
+    # what the call changed in place, left out when it changed nothing (most calls)
+    changed = [after(a, sent) for a, sent in zip(args, sent_args)]
+    if any(c is not None for c in changed):
+        reply["args"] = changed
+    changed_kw = {k: after(v, sent_kwargs[k]) for k, v in kwargs.items()}
+    if any(c is not None for c in changed_kw.values()):
+        reply["kwargs"] = changed_kw
     return reply
 
 

@@ -97,10 +97,10 @@ def test_hidden_tests_stay_hidden(graded, assignment):
 
 @pytest.mark.parametrize("assignment", list(CLASSES))
 def test_reference_notebook_runs_without_an_error(graded, assignment):
-    """While grading, the measurement cells (and 02's explorer) are not run: every other cell of
-    the reference's autograded notebook still runs without an error (no cell reads a skipped
-    cell's results: a NameError would not cost points, so only this test would notice), and each
-    skipped cell shows the note instead."""
+    """While grading, the measurement and demo cells (and 02's explorer) are not run: every other
+    cell of the reference's autograded notebook still runs without an error (no cell reads a
+    skipped cell's results: a NameError would not cost points, so only this test would notice),
+    and each skipped cell, every tagged cell here, shows the note instead."""
     from coursekit.judge import SKIPPED
 
     nb = json.loads((graded[assignment]["root"] / "autograded" / "reference" / assignment / f"{assignment}.ipynb").read_text())
@@ -108,6 +108,6 @@ def test_reference_notebook_runs_without_an_error(graded, assignment):
     errors = [c["source"][:80] for c in code if any(o["output_type"] == "error" for o in c.get("outputs", []))]
     assert not errors, errors
     for cell in code:
-        skipped = bool({"measurement", "explorer"} & set(cell.get("metadata", {}).get("tags", [])))
+        skipped = bool({"measurement", "demo", "explorer"} & set(cell.get("metadata", {}).get("tags", [])))
         texts = ["".join(o.get("text", "")) for o in cell.get("outputs", [])]  # stored text: a list of lines
         assert (texts == [SKIPPED]) == skipped, (cell["source"][:80], texts)

@@ -328,9 +328,9 @@ def test_autograde_runs_nbgraders_pipeline_with_judged_execute():
 
 
 def test_measurement_cells_are_skipped_while_grading_and_graded_cells_never(monkeypatch):
-    """JudgedExecute does not run code cells tagged `measurement` or `explorer` (their output is
-    the note), runs them with COURSE_GRADE_MEASUREMENTS=1, and runs a graded or solution cell
-    whatever its tags (a learner who tags a hidden test cannot make it skip)."""
+    """JudgedExecute does not run code cells tagged `measurement`, `demo` or `explorer` (their
+    output is the note), runs them with COURSE_GRADE_MEASUREMENTS=1, and runs a graded or solution
+    cell whatever its tags (a learner who tags a hidden test cannot make it skip)."""
     import nbformat
 
     from coursekit.judge import MEASUREMENTS, SKIPPED, JudgedExecute
@@ -338,15 +338,60 @@ def test_measurement_cells_are_skipped_while_grading_and_graded_cells_never(monk
     monkeypatch.delenv(MEASUREMENTS, raising=False)
     ex = JudgedExecute()
     tagged = nbformat.v4.new_code_cell("slow()", metadata={"tags": ["measurement"]})
+    demo = nbformat.v4.new_code_cell("fig = plot(f)\nplt.show()", metadata={"tags": ["demo"]})
     explorer = nbformat.v4.new_code_cell("explore()", metadata={"tags": ["explorer"]})
     plain = nbformat.v4.new_code_cell("x = 1")
     graded = nbformat.v4.new_code_cell("verdict()", metadata={"tags": ["measurement"], "nbgrader": {"grade": True}})
     answer = nbformat.v4.new_code_cell("def f(): ...", metadata={"tags": ["measurement"], "nbgrader": {"solution": True}})
     text = nbformat.v4.new_markdown_cell("words", metadata={"tags": ["measurement"]})
-    assert [ex._skipped(c) for c in (tagged, explorer, plain, graded, answer, text)] == [True, True, False, False, False, False]
-    cell, _ = ex.preprocess_cell(tagged, {}, 3)
+    nb = nbformat.v4.new_notebook(cells=[tagged, demo, explorer, plain, graded, answer, text])
+    assert ex.skipped(nb) == {0, 1, 2}
+    ex._skip = {3}
+    cell, _ = ex.preprocess_cell(plain, {}, 3)
     assert [o.get("text") for o in cell.outputs] == [SKIPPED] and cell.execution_count is None
     monkeypatch.setenv(MEASUREMENTS, "1")
-    assert not ex._skipped(tagged)
+    assert ex.skipped(nb) == set()
     monkeypatch.delenv(MEASUREMENTS)
-    assert not JudgedExecute(run_measurements=True)._skipped(tagged)
+    assert JudgedExecute(run_measurements=True).skipped(nb) == set()
+
+
+def _skips(*sources, tagged=(0,)):
+    import nbformat
+
+    from coursekit.judge import skipped_cells
+
+    cells = [nbformat.v4.new_code_cell(src, metadata={"tags": ["demo"]} if i in tagged else {})
+             for i, src in enumerate(sources)]
+    return skipped_cells(cells, ["demo", "measurement"])
+
+
+@pytest.mark.parametrize("later, skipped", [
+    ("print(total)", False),                        # reads the plot's variable: the plot runs
+    ("def f(x):\n    return x * total", False),      # a function's global, read where it is defined
+    ("y = [t * total for t in range(3)]", False),   # a comprehension's global
+    ("if c:\n    total = 1\nprint(total)", False),  # bound on one branch only
+    ("for total in range(3):\n    pass\nprint(total)", False),  # a loop may not run
+    ("globals()['total']", False),                  # reaches every global
+    ("%who", False),                                # a magic: anything
+    ("%time y = total + 1", False),                 # %time runs its code in the notebook
+    ("print(undefined_elsewhere)", True),
+    ("total = 2\nprint(total)", True),              # bound before it is read
+    ("for total in range(3):\n    print(total)", True),
+    ("def f(total):\n    return total", True),      # a parameter, not the global
+    ("with open('f') as total:\n    print(total)", True),
+    ("%time y = 1", True),
+])
+def test_a_tagged_cell_runs_when_a_later_cell_may_read_what_it_binds(later, skipped):
+    """skipped_cells: a `demo` cell that binds `total` is skipped only when no later cell that runs
+    may read `total` before binding it (Python's own scopes, a loop or one branch not counting as
+    binding, magics and globals() counting as reading everything)."""
+    assert (0 in _skips("total = sum(xs)\nplt.plot([total])", later)) is skipped
+
+
+def test_the_rule_is_decided_from_the_end_and_a_star_import_always_runs():
+    """A skipped cell's reads keep nothing running (a demo read only by another skipped demo is
+    skipped too); one that does run keeps what it reads; a star import binds unknown names."""
+    assert _skips("a = 1", "b = a", tagged=(0, 1)) == {0, 1}
+    assert _skips("a = 1", "b = a", "print(b)", tagged=(0, 1)) == set()
+    assert _skips("a = 1", "b = a", "print(a)", tagged=(1,)) == {1}
+    assert _skips("from m import *", "print(1)") == set()
