@@ -15,7 +15,8 @@ two-worker cluster. In one run, on one machine:
      learner's assignments (coursekit.batch), measurement cells not run.
    Per assignment: seconds per submission both ways and where they went (kernel start, the
    learner's cells, the hidden checks, other cells: COURSE_GRADING_PROFILE); whether every score,
-   flag and hint agrees.
+   flag and hint agrees; and the CPU seconds the learner's grading used both ways (every grading
+   process and its kernels: less moved by other load on the machine than wall-clock time).
 2. The cluster: --learners learners x every assignment (every fourth submission the unanswered
    release, rotating) graded on a `dask scheduler` and two `dask worker`s on 127.0.0.1
    (coursekit.cluster, as the README starts them by hand): submissions per minute, and what
@@ -32,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import tempfile
 import time
@@ -130,19 +132,22 @@ def main(argv=None) -> int:
         # before: grading as it was before issue 17 (BEFORE's code), stock serial nbgrader, every cell run
         old = before_code(tmp / "before-code")
         os.environ[PROFILE], os.environ[MEASUREMENTS] = str(tmp / "before.jsonl"), "1"
-        t0 = time.perf_counter()
+        t0, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         if old is None:
             before, label = grade(before_root, assignments, jobs=1), "today's code (no git history here)"
         else:
             before, label = grade_before(before_root, assignments, old), f"the code at {BEFORE}"
         t_before = time.perf_counter() - t0
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)  # every process it ran, their kernels included
+        cpu_before = now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
         del os.environ[MEASUREMENTS]
         # after: the engine, one worker, one nbgrader process for the learner
         (tmp / "one").mkdir()
         with LoopbackCluster(tmp / "one", workers=1, env={PROFILE: str(tmp / "after.jsonl")}) as cluster:
-            t0 = time.perf_counter()
-            after = grade(after_root, assignments, scheduler=cluster.address)
+            t0, spent = time.perf_counter(), {}
+            after = grade(after_root, assignments, scheduler=cluster.address, timings=spent)
             t_after = time.perf_counter() - t0
+        cpu_after = spent["cpu"]  # the learner's driver and its kernels, measured on the worker
         del os.environ[PROFILE]
         agree = outcome(before) == outcome(after)
         prof_b, prof_a = profile(tmp / "before.jsonl"), profile(tmp / "after.jsonl")
@@ -166,7 +171,12 @@ def main(argv=None) -> int:
         lines += ["", f"**Mean per submission: before {mean_b:.1f} s, after {mean_a:.1f} s: "
                   f"{mean_b / mean_a:.2f}x faster.** Whole runs, generate_assignment, feedback and grades.csv "
                   f"included: before {t_before:.0f} s, after {t_after:.0f} s (the cluster's start not included). "
-                  f"Scores, flags and hints identical: {'yes' if agree else 'NO'}.", ""]
+                  f"Scores, flags and hints identical: {'yes' if agree else 'NO'}.", "",
+                  f"**CPU time of the learner's grading, every process with its kernels: before {cpu_before:.0f} "
+                  f"core-seconds, after {cpu_after:.0f}: {cpu_before / cpu_after:.2f}x less.** (Before: each "
+                  "`nbgrader autograde` and `generate_feedback` process; after: the learner's driver on the worker, "
+                  "feedback included. CPU time moves less than wall-clock time when other programs share the "
+                  "machine, and it is what a cohort pays per learner.)", ""]
 
         # the cluster: two workers on loopback
         root = tmp / "cohort"
@@ -180,13 +190,16 @@ def main(argv=None) -> int:
         graded = [r for r in rows if r.score is not None]
         full = sum(r.score == r.max_score for r in graded)
         merge = timings["merge"] / max(1, timings["merged"])
+        per_learner = timings["cpu"] / max(1, timings["merged"])
         lines += [f"## A cohort on a scheduler and two workers on 127.0.0.1 ({args.learners} learners x "
                   f"{len(assignments)} assignments)", "",
                   f"**{len(rows)} submissions in {total:.0f} s: {len(rows) / total * 60:.1f} submissions per minute** "
                   f"({total / len(rows):.1f} s per submission with two at a time; generate_assignment, the "
                   f"transfers, merges and grades.csv included); {full} full marks, {len(graded) - full} partial "
                   f"or zero (the unanswered ones), {len(rows) - len(graded)} not graded. The main process spent "
-                  f"{merge:.2f} s merging each learner's {len(assignments)} submissions (unpack, copy, gradebook).", ""]
+                  f"{merge:.2f} s merging each learner's {len(assignments)} submissions (unpack, copy, gradebook); "
+                  f"a learner's grading used {per_learner:.0f} core-seconds on the workers (every fourth "
+                  "submission unanswered).", ""]
     text = "\n".join(lines)
     OUT.write_text(text)
     print(text)

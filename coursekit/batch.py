@@ -139,13 +139,28 @@ def _die_with_parent() -> None:
         pass
 
 
+def _reap(proc: subprocess.Popen, usage: dict | None, block: bool = False) -> bool:
+    """Whether the driver has exited, collected with os.wait4 so that its resource usage (its own
+    and that of every process it waited for: the kernels) is added to usage["cpu"], in seconds."""
+    if proc.returncode is not None:
+        return True
+    pid, status, rusage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    if pid == 0:
+        return False
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if usage is not None:
+        usage["cpu"] = usage.get("cpu", 0.0) + rusage.ru_utime + rusage.ru_stime
+    return True
+
+
 def run_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None,
-                poll: float = 0.2) -> dict[str, tuple[subprocess.CompletedProcess, float]]:
+                poll: float = 0.2, usage: dict | None = None) -> dict[str, tuple[subprocess.CompletedProcess, float]]:
     """Autograde and give feedback for `student`'s `work` in course root `root`, one driver process
     for all of them; each submission gets at most `timeout` seconds of wall-clock time. Returns, per
     assignment, what a stock `nbgrader autograde` run would have returned (returncode, log as
     stdout, traceback as stderr; -9 and "timed out after ..." for a submission that overran) and
-    the seconds it took, feedback included."""
+    the seconds it took, feedback included. `usage`, if given, gets the CPU seconds the drivers
+    and their kernels used added to usage["cpu"] (make bench-grade's core-seconds)."""
     env = dict(os.environ, **(env or {}))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
     out: dict[str, tuple[subprocess.CompletedProcess, float]] = {}
@@ -161,7 +176,7 @@ def run_learner(root: Path, student: str, work: list[str], timeout: float, env: 
             started, current, seen = time.monotonic(), None, 0
             try:
                 while True:
-                    exited = proc.poll() is not None  # before reading: every line it wrote is then read
+                    exited = _reap(proc, usage)  # before reading: every line it wrote is then read
                     lines = progress.read_text().splitlines()
                     for line in lines[seen:]:
                         event = json.loads(line)
@@ -177,13 +192,13 @@ def run_learner(root: Path, student: str, work: list[str], timeout: float, env: 
                         break
                     if time.monotonic() - started > timeout:
                         os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
+                        _reap(proc, usage, block=True)
                         break
                     time.sleep(poll)
             finally:
-                if proc.poll() is None:
+                if not _reap(proc, usage):
                     os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                    _reap(proc, usage, block=True)
             if proc.returncode == -signal.SIGKILL and time.monotonic() - started > timeout:
                 stuck = current or next(a for a in remaining if a not in out)
                 out[stuck] = (subprocess.CompletedProcess(["autograde", stuck], -9, "", f"timed out after {timeout:.0f} s"),

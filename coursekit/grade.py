@@ -32,8 +32,9 @@ The main process alone merges each result as it arrives: the folders are unpacke
 the course gradebook through nbgrader's own API, keyed by name (assignment, notebook, cell,
 student), never by database row. A task whose worker dies is sent to another worker by the
 scheduler and starts again from a clean folder; its result is merged once. Scores are the same
-as with `--jobs 1` (tests/test_cluster.py, and the hostile corpus graded both ways). Each grading
-kernel on a local cluster gets cores/N BLAS threads, and the sandbox protects the course root's
+as with `--jobs 1` (tests/test_cluster.py, and the hostile corpus graded both ways). On a local
+cluster each learner's nbgrader process gets cores/N torch/BLAS threads and every grading kernel
+one, all with OpenMP's passive wait (coursekit.threads), and the sandbox protects the course root's
 grading data and the run's other learners as well as its own.
 """
 from __future__ import annotations
@@ -56,6 +57,7 @@ from tqdm import tqdm
 from coursekit.batch import run_generate, run_learner
 from coursekit.nbg import NotebookResult, classify, grade_submission, preflights, run, scratch_root
 from coursekit.sandbox import SCRATCH_ROOTS as SCRATCH  # per-learner roots, inside the course root
+from coursekit.threads import env as thread_env, share
 
 
 def merge_gradebook(into: Path, source: Path, pairs: list[tuple[str, str]]) -> None:
@@ -180,26 +182,26 @@ def _apply_record(gradebook: Path, student: str, record: dict) -> None:
             gb.update_or_create_submission(assignment, student, extension=extension)
 
 
-def grade_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None
-                  ) -> dict[tuple[str, str], list[NotebookResult]]:
+def grade_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None,
+                  usage: dict | None = None) -> dict[tuple[str, str], list[NotebookResult]]:
     """Every submission of `student` in `work`, graded in course root `root` by one nbgrader process
     (coursekit.batch: autograde, then feedback, per assignment; each submission within `timeout`
-    seconds), read and classified exactly as `grade_submission` does it."""
+    seconds), read and classified exactly as `grade_submission` does it (`usage`: run_learner's)."""
     checks = {a: preflights(root, a, student) for a in work}
-    procs = run_learner(root, student, work, timeout, env)
+    procs = run_learner(root, student, work, timeout, env, usage=usage)
     return {(student, a): classify(root, a, student, checks[a], *procs[a]) for a in work}
 
 
 def grade_learner_task(course: bytes, student: str, work: list[str], submission: bytes, record: dict,
                        timeout: float, protect: list[str], threads: int, run_id: str
-                       ) -> tuple[dict[tuple[str, str], list[NotebookResult]], bytes]:
+                       ) -> tuple[dict[tuple[str, str], list[NotebookResult]], bytes, float]:
     """One learner, on whichever machine runs the task: the course (`course_bundle`) and their
     submissions (a tar of submitted/<student>/) arrive as bytes and are unpacked into a scratch
     course root of this run, `<scratch>/coursekit-grading/<run>/.grading/<student>/` (the same
     layout as a learner's scratch root inside a course root, so the sandbox protects the run's
     other learners the same way); the results go back as data: the rows and a tar of the learner's
-    autograded/ and feedback/ folders and the scratch gradebook, which the main process merges.
-    Nothing stays behind. A task that is run again (its worker died) starts from a clean folder."""
+    autograded/ and feedback/ folders and the scratch gradebook, which the main process merges,
+    and the CPU seconds the learner's grading processes used. Nothing stays behind. A task that is run again (its worker died) starts from a clean folder."""
     base = Path(os.environ.get(SCRATCH_ENV) or tempfile.gettempdir()).resolve() / "coursekit-grading" / run_id
     scratch = base / SCRATCH / student
     if scratch.exists():
@@ -209,11 +211,12 @@ def grade_learner_task(course: bytes, student: str, work: list[str], submission:
         _unpack(course, scratch)
         _unpack(submission, scratch)
         _apply_record(scratch / "gradebook.db", student, record)
-        env = {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        env = thread_env(threads)  # the learner's nbgrader process; its kernels take one thread (coursekit.threads)
         # the sandbox also guards this run's other learners and the main course root's grading data
         env["COURSE_SANDBOX_PROTECT"] = os.pathsep.join([str(base), *protect])
-        rows = grade_learner(scratch, student, work, timeout, env)
-        return rows, _pack(scratch, [f"autograded/{student}", f"feedback/{student}", "gradebook.db"])
+        usage = {"cpu": 0.0}
+        rows = grade_learner(scratch, student, work, timeout, env, usage)
+        return rows, _pack(scratch, [f"autograded/{student}", f"feedback/{student}", "gradebook.db"]), usage["cpu"]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         for empty in (base / SCRATCH, base, base.parent):
@@ -253,9 +256,11 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     `jobs` 1 (and no scheduler): stock nbgrader in `root` itself, one submission after another;
     otherwise one task per learner on a Dask cluster (`scheduler`'s, or a local one with `jobs`
     workers), merged here. `timings`, if given, receives the seconds this process spent merging
-    ("merge", summed over learners) and the number of learners merged ("merged")."""
+    ("merge", summed over learners), the number of learners merged ("merged") and the CPU seconds
+    the grading processes used, with their kernels ("cpu": nbgrader's processes in the serial
+    mode, the learners' drivers on the cluster; not the merge)."""
     timings = {} if timings is None else timings
-    timings.update(merge=0.0, merged=0)
+    timings.update(merge=0.0, merged=0, cpu=0.0)
     submitted = root / "submitted"
     folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
     if assignments:
@@ -287,19 +292,24 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     bar = tqdm(total=len(rows) + todo, desc="grading", unit="submission")
     bar.update(len(rows))
     if serial:
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         for student, work in by_student.items():
             for assignment in work:
                 rows[student, assignment] = grade_submission(root, assignment, student, per_submission_timeout)
                 bar.update()
         for assignment in sorted({a for work in by_student.values() for a in work}):
             run(root, "generate_feedback", assignment, "--force")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        timings["cpu"] += after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     elif by_student:
         from distributed import as_completed as completed
 
         client, cluster = _client(jobs, scheduler)
         try:
             workers = max(1, len(client.scheduler_info()["workers"]))
-            threads = max(1, (os.cpu_count() or 1) // workers) if cluster else 1
+            threads = share(workers) if cluster else 1
             run_id = uuid.uuid4().hex[:12]
             # the bundle as a task's result, not scattered data: the scheduler keeps the task, so a
             # worker that dies holding the only copy costs a recomputation, not the learners' tasks
@@ -315,7 +325,8 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
             for future in completed(futures):  # merged by this process alone, one learner at a time
                 student, work = futures[future]
                 try:
-                    out, result = future.result()
+                    out, result, cpu = future.result()
+                    timings["cpu"] += cpu
                     rows.update(out)
                     scratch = root / SCRATCH / student
                     if scratch.exists():

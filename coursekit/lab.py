@@ -48,6 +48,9 @@ def main(argv=None) -> None:
         print(message)
     print(f"workspace ready: {args.workspace}")
     cmd = command(args.workspace, args.port)
+    # the notebooks' kernels: idle OpenMP threads sleep instead of spinning, so a busy laptop slows
+    # a measurement less (coursekit.threads; torch keeps its default thread count in a lab)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.execv(cmd[0], cmd)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import nbformat
 
+from coursekit import threads
 from coursekit.paths import GRADER_CONFIG, NBGRADER_CONFIG, SOURCE
 from coursekit.reference import strip_markers
 
@@ -107,7 +108,7 @@ class NotebookResult:
 
 def run(root: Path, *args: str, timeout: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """`nbgrader ARGS` in course root `root`; a run past `timeout` seconds returns exit status -9."""
-    env = dict(os.environ, **(env or {}))
+    env = {**threads.WAIT, **os.environ, **(env or {})}  # OpenMP's passive wait unless told otherwise
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
     # Output goes to files, not pipes: a process that a learner's native code left running holds
     # nbgrader's stdout open, and reading a pipe to its end would wait for that process.

@@ -49,6 +49,8 @@ from pathlib import Path
 from jupyter_client.ioloop import AsyncIOLoopKernelManager
 from traitlets import Bool
 
+from coursekit import threads
+
 GiB = 1024 ** 3
 LIMITS = dict(memory=int(os.environ.get("COURSE_SANDBOX_MEMORY", 8 * GiB)),
               cpu=int(os.environ.get("COURSE_SANDBOX_CPU", 900)),
@@ -69,7 +71,8 @@ SCRATCH_ROOTS = ".grading"  # where parallel grading puts each learner's scratch
 
 
 class SandboxKernelManager(AsyncIOLoopKernelManager):
-    """Starts the grading kernel through this module instead of ipykernel_launcher.
+    """Starts the grading kernel through this module instead of ipykernel_launcher, with one
+    torch/BLAS thread and OpenMP's passive wait (coursekit.threads).
 
     A grading kernel that dies (os._exit, a limit) stays dead: with jupyter_client's default
     auto-restart, a fresh kernel sometimes replaced it before nbclient noticed the death, and the
@@ -82,6 +85,8 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
         unix sockets (ZMQ's ipc transport) in a private folder that also holds its connection file;
         nothing of other kernels (their connection files and keys) is visible to it."""
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        # one torch/BLAS thread and a passive OpenMP wait (coursekit.threads: why)
+        kw["env"] = {**(kw.get("env") or os.environ), **threads.env(threads.KERNEL_THREADS)}
         if mode() == BWRAP:
             import tempfile
 

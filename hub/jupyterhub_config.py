@@ -78,5 +78,7 @@ ETC.mkdir(exist_ok=True)
     {"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False}}}, indent=1))
 # learner-env/bin first on the learners' PATH: a terminal's or a notebook's `python` and `pip` are
 # the learner environment's, not the grader's that started the hub
-c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(ETC),
+# and idle OpenMP threads in their kernels sleep instead of spinning (coursekit.threads: several
+# learners' kernels share the machine's cores)
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(ETC), "OMP_WAIT_POLICY": "PASSIVE",
                          "PATH": os.pathsep.join([str(Path(PYTHON).parent), "/usr/local/bin", "/usr/bin", "/bin"])}

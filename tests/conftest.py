@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 
-# `make test` runs modules in parallel (pytest-xdist): the workers, and the kernels and nbgrader
-# runs they start, share the CPUs' threads instead of each taking one thread per CPU, which
-# oversubscribes the machine (torch's and OpenMP's threads then wait for each other). Set before
-# anything imports torch.
-if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    _threads = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
-    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(_name, _threads)
+# `make test` runs modules in parallel (pytest-xdist): the workers, and the nbgrader runs they
+# start, share the CPUs' threads instead of each taking one thread per CPU, and idle OpenMP
+# threads sleep instead of spinning (coursekit.threads: on a busy machine, or with several
+# processes at once, spinning threads wait for each other). Set before anything imports torch.
+from coursekit import threads as _threads  # noqa: E402
+
+for _name, _value in _threads.env(_threads.share(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))).items():
+    os.environ.setdefault(_name, _value)
 
 import pytest  # noqa: E402
 

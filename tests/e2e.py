@@ -13,7 +13,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from coursekit import registry
+from coursekit import registry, threads
 from coursekit.nbg import ScratchCourse
 from tests.notebooks import fill
 
@@ -45,13 +45,11 @@ def grade_classes(root: Path, classes: dict[str, dict], jobs: int | None = None)
     """Per assignment, in its own scratch course root root/<assignment>: generate, submit every
     learner, autograde them in one stock nbgrader run, generate_feedback, export. `jobs`
     assignments are graded at a time (default: one per CPU, at most 4; each its own nbgrader
-    processes and gradebook, so nothing is shared), their kernels sharing the CPUs' threads as
-    `make grade --jobs` does (torch's default of one thread per CPU in every kernel oversubscribes
-    the machine and slows each kernel several times). Returns {assignment: {course, root, run,
+    processes and gradebook, so nothing is shared), their nbgrader processes sharing the CPUs' threads
+    as `make grade --jobs` does, and their kernels one thread each (coursekit.threads). Returns {assignment: {course, root, run,
     feedback, export, results: {student: NotebookResult}}}."""
     jobs = jobs or max(1, min(4, os.cpu_count() or 1, len(classes)))
-    threads = str(max(1, (os.cpu_count() or 1) // jobs))
-    env = {name: threads for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env = threads.env(threads.share(jobs))
 
     def one(assignment: str, learners: dict) -> dict:
         course = ScratchCourse(Path(root) / assignment, env)
