@@ -13,11 +13,20 @@ c.CourseDirectory.release_directory = "course"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# A test cell that runs longer than this is scored 0 and grading goes on. The slowest hidden test,
-# 03's speculative_sample (36,600 seeded calls), took 11 s for the reference on the 2-core course
-# machine (2026-12-02); a minute leaves room for slow but correct answers and a busier machine
-# without letting an infinite loop stall a cohort.
-c.Execute.timeout = 60
+# A cell's time limit judges the learner's code, not the machine's load (issue 18). A cell whose
+# kernel uses more than 60 s of CPU time (the kernel's processes, all their threads: coursekit.judge's
+# CpuWatch) is interrupted and scored 0 with a hint that says so, and grading goes on. CPU time
+# hardly grows when other programs share the machine, while wall-clock time does: on the 2-core course
+# machine with one core kept busy, a call of the shipped target took 2.5 times as long by the clock
+# (README, "Threads on a busy machine", torch's default threads), so a wall-clock limit would cut off a correct answer on a busy grading server
+# that passes on a quiet one. The slowest hidden test, 03's speculative_sample (36,600 seeded
+# calls), took 11 s for the reference on the 2-core course machine (2026-12-02); a minute leaves
+# room for slow but correct answers without letting an endless loop stall a cohort.
+c.JudgedExecute.cpu_timeout = 60
+# nbclient's wall-clock limit stays as a backstop, for a cell that waits without computing (a
+# sleep, a lock) and which the CPU limit never sees: five times the CPU limit, so a correct cell
+# would need a machine that gives its kernel less than a fifth of a core to reach it.
+c.Execute.timeout = 300
 # Starting a grading kernel (Python, numpy, matplotlib, the sandbox's rules) runs none of the
 # learner's code, so its limit only has to catch a kernel that never comes up: generous, because
 # a start slows down with the machine's load and a start that runs out fails the whole submission

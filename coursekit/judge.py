@@ -37,13 +37,82 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, List, Unicode
+from traitlets import Bool, Float, List, Unicode
 
 from coursekit.registry import verdict_call
 from solutions.checks.run import INTERRUPTED, verdict
 from specdec import remote
 
 POLL_S = 0.2  # how often a waiting call looks whether the kernel's cell has ended
+
+
+class CpuWatch:
+    """Interrupts a kernel once its processes have used more than `limit` seconds of CPU time
+    since the watch began (a cell's time limit that judges the learner's code, not the machine's
+    load: a process's CPU time hardly grows when other programs take turns on its core, while its
+    wall-clock time does). Reads the kernel's process tree (psutil: under bubblewrap the sandbox's
+    own processes and the kernel inside) every `poll` seconds; `fired` tells whether it struck."""
+
+    def __init__(self, pid: int | None, limit: float | None, poll: float = 0.25):
+        self.pid, self.limit, self.poll = pid, limit, poll
+        self.fired, self.used = False, 0.0
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _tree(self):
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def cpu(self) -> float:
+        """CPU seconds used so far by the kernel's processes, their threads and reaped children."""
+        import psutil
+
+        total = 0.0
+        for proc in self._tree():
+            try:
+                t = proc.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                pass
+        return total
+
+    def _interrupt(self) -> None:
+        """SIGINT to the kernel itself (not to bubblewrap, which would die and take the kernel
+        with it): what ipykernel does on an interrupt_request, a KeyboardInterrupt in the cell."""
+        import signal
+
+        import psutil
+
+        for proc in self._tree():
+            try:
+                if proc.name() != "bwrap":
+                    proc.send_signal(signal.SIGINT)
+            except psutil.Error:
+                pass
+
+    def _run(self, start: float) -> None:
+        while not self._stop.wait(self.poll):
+            self.used = self.cpu() - start
+            if self.used > self.limit:
+                self.fired = True
+                self._interrupt()
+                return
+
+    def __enter__(self):
+        if self.pid and self.limit:
+            self._thread = threading.Thread(target=self._run, args=(self.cpu(),), daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 class KernelStopped(BaseException):
@@ -430,6 +499,10 @@ class JudgedExecute(Execute):
     skip_tags = List(Unicode(), default_value=["measurement", "demo", "explorer"],
                      help="Cells with one of these tags are not run while grading (no grade depends on them).").tag(config=True)
     run_measurements = Bool(False, help="Run the cells tagged with skip_tags as well.").tag(config=True)
+    cpu_timeout = Float(60.0, allow_none=True, help=(
+        "CPU seconds the kernel's processes may use in one cell before it is interrupted and scored "
+        "like a timeout (None: no CPU limit). `timeout`, nbclient's wall-clock limit, stays as a backstop "
+        "for a cell that waits without computing.")).tag(config=True)
 
     def skipped(self, nb) -> set[int]:
         """The indices of nb's cells that grading does not run (skipped_cells)."""
@@ -464,7 +537,15 @@ class JudgedExecute(Execute):
             return cell, resources
         t0 = time.monotonic()
         try:
-            return self._judged_cell(cell, resources, index)
+            provisioner = getattr(self.km, "provisioner", None)
+            with CpuWatch(getattr(provisioner, "pid", None), self.cpu_timeout) as self._watch:
+                cell, resources = self._judged_cell(cell, resources, index)
+            if self._watch.fired and cell.cell_type == "code" and not _is_timeout(cell.outputs):
+                cell.outputs = [o for o in cell.outputs if o.get("output_type") != "error"]
+                cell.outputs.append(nbformat.v4.new_output(
+                    "error", ename="CellTimeoutError", evalue=self.cpu_message(),
+                    traceback=[f"\x1b[0;31mCellTimeoutError\x1b[0m: {self.cpu_message()}"]))
+            return cell, resources
         finally:
             if times is not None:
                 meta = cell.metadata.get("nbgrader", {})
@@ -473,6 +554,10 @@ class JudgedExecute(Execute):
                 spent = time.monotonic() - t0
                 times[kind] += spent
                 self._cells.append((round(spent, 2), kind, index))
+
+    def cpu_message(self) -> str:
+        return (f"this cell used more than {self.cpu_timeout:g} s of CPU time (the time limit of a cell "
+                "while grading) and was interrupted: an endless loop, or far too slow an implementation.")
 
     def _judged_cell(self, cell, resources, index):
         judged = None
@@ -494,6 +579,8 @@ class JudgedExecute(Execute):
             served, resources = super().preprocess_cell(served, resources, index)
         finally:
             channel.stopped_hint = _stopped_hint(served.get("outputs", []), fn_name)
+            if getattr(self, "_watch", None) is not None and self._watch.fired:
+                channel.stopped_hint = f"interrupted: {self.cpu_message()}"
             channel.ended.set()
             worker.join()
             channel.close()
@@ -505,6 +592,12 @@ class JudgedExecute(Execute):
         cell.execution_count = served.get("execution_count")
         self.nb.cells[index] = cell  # nbclient stored the served copy there; the notebook keeps the real cell
         return cell, resources
+
+
+def _is_timeout(outputs) -> bool:
+    """Whether a cell's outputs already say it ran out of time (the judge's hint, nbclient's error)."""
+    return any(o.get("output_type") == "error" and (o.get("ename") == "CellTimeoutError"
+                                                   or "time limit" in str(o.get("evalue", ""))) for o in outputs)
 
 
 def _stopped_hint(outputs, fn_name: str) -> str:

@@ -212,9 +212,11 @@ def corpus(request, tmp_path_factory):
 def _grade_corpus(tmp_path_factory, mode, students):
     root = tmp_path_factory.mktemp("corpus-root")
     course = ScratchCourse(root)
-    # A 30 s cell limit instead of 60 s keeps the endless loop cheaper. 10 s was too tight once two
-    # corpora graded side by side on 2 CPUs (judged cells timed out: grades that depend on load).
-    (root / "grader_config.py").write_text((root / "grader_config.py").read_text() + "\nc.Execute.timeout = 30\n")
+    # A 10 s CPU limit per cell instead of 60 s keeps the endless loop cheaper: CPU time, not the
+    # clock, so two corpora graded side by side on 2 CPUs cannot push a judged cell over it (a
+    # 10 s wall-clock limit once did). The wall-clock backstop stays well above any honest cell.
+    (root / "grader_config.py").write_text((root / "grader_config.py").read_text()
+                                           + "\nc.JudgedExecute.cpu_timeout = 10\nc.Execute.timeout = 120\n")
     release = course.generate(A) / f"{A}.ipynb"
     good = with_reference_answers(release, root / "source" / A / f"{A}.ipynb", root / "tmp" / "good.ipynb")
 
