@@ -85,7 +85,8 @@ def grade_before(root: Path, assignments: list[str], code: Path) -> list:
 
     for name in CONFIG_NAMES:
         shutil.copy(code / name, root / name)
-    env = {"PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {"PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+           "OMP_WAIT_POLICY": None}  # as before: OpenMP's default wait, torch's default threads
     rows = []
     for assignment in assignments:
         rows += grade_submission(root, assignment, "learner00", env=env)
@@ -159,7 +160,7 @@ def main(argv=None) -> int:
                   f"issue 17, {label}: stock serial `nbgrader autograde`, one process per submission, every "
                   "cell run. After: `make grade`'s "
                   "engine on one worker: one nbgrader process for the learner, measurement cells not run "
-                  "(its kernels get 1 BLAS thread; before's get torch's default). Seconds per submission, and "
+                  "(its kernels get 1 torch/BLAS thread and OpenMP's passive wait, coursekit.threads; before's get torch's default threads and wait). Seconds per submission, and "
                   "the notebook's time inside nbgrader as kernel start / learner's cells / hidden checks / "
                   "other cells.", "",
                   "| assignment | score | before | after | before: start / learner / hidden / other "

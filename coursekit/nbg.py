@@ -107,8 +107,10 @@ class NotebookResult:
 
 
 def run(root: Path, *args: str, timeout: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`nbgrader ARGS` in course root `root`; a run past `timeout` seconds returns exit status -9."""
+    """`nbgrader ARGS` in course root `root`; a run past `timeout` seconds returns exit status -9.
+    `env` adds to this process's environment (a value None removes that variable)."""
     env = {**threads.WAIT, **os.environ, **(env or {})}  # OpenMP's passive wait unless told otherwise
+    env = {k: v for k, v in env.items() if v is not None}  # None: leave that variable unset
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
     # Output goes to files, not pipes: a process that a learner's native code left running holds
     # nbgrader's stdout open, and reading a pipe to its end would wait for that process.
