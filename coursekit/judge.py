@@ -492,6 +492,10 @@ class JudgedExecute(Execute):
     cell keeps it). tests/test_grading.py checks that the reference answers still score full
     marks with no error output anywhere.
 
+    Every cell it runs is watched by `CpuWatch`: past `cpu_timeout` seconds of the kernel's CPU
+    time the kernel is interrupted and the cell fails with a hint that says so (a judged cell's
+    hint, or a CellTimeoutError); nbclient's `timeout` (wall clock) stays as the backstop.
+
     Where the environment names a file in COURSE_GRADING_PROFILE, each notebook appends one json
     line to it: the kernel's start-up, the learner's cells, the hidden checks, the other cells,
     the skipped ones (make bench-grade's breakdown)."""
