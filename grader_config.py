@@ -23,10 +23,16 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # calls), took 11 s for the reference on the 2-core course machine (2026-12-02); a minute leaves
 # room for slow but correct answers without letting an endless loop stall a cohort.
 c.JudgedExecute.cpu_timeout = 60
-# nbclient's wall-clock limit stays as a backstop, for a cell that waits without computing (a
-# sleep, a lock) and which the CPU limit never sees: five times the CPU limit, so a correct cell
-# would need a machine that gives its kernel less than a fifth of a core to reach it.
-c.Execute.timeout = 300
+# nbclient's wall-clock limit stays as a backstop while grading, for a cell that waits without
+# computing (a sleep, a lock) and which the CPU limit never sees: five times the CPU limit, so a
+# correct cell would need a machine that gives its kernel less than a fifth of a core to reach it.
+c.JudgedExecute.timeout = 300
+# The Validate button (nbgrader validate: plain Execute, no CPU watch) keeps a 60 s wall-clock
+# limit per cell: it grades nothing, and a learner waits for it. It also bounds a known stall:
+# under load, after 02's explorer cell (widgets), the kernel sometimes goes idle without its reply
+# reaching nbclient until the limit interrupts it (nbclient issue 312; seen here in 2 of 5
+# validations with a core busy), so a longer limit would make such a Validate wait that long.
+c.Execute.timeout = 60
 # Starting a grading kernel (Python, numpy, matplotlib, the sandbox's rules) runs none of the
 # learner's code, so its limit only has to catch a kernel that never comes up: generous, because
 # a start slows down with the machine's load and a start that runs out fails the whole submission

@@ -36,7 +36,7 @@ from tests.notebooks import fill
 pytestmark = pytest.mark.slow
 
 A = "01_acceptance_chain"
-LIMITS = "\nc.JudgedExecute.cpu_timeout = 15\nc.Execute.timeout = 120\n"
+LIMITS = "\nc.JudgedExecute.cpu_timeout = 15\nc.JudgedExecute.timeout = 120\n"
 SPIN = "while True:\n    pass\n"
 
 

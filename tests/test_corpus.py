@@ -216,7 +216,7 @@ def _grade_corpus(tmp_path_factory, mode, students):
     # clock, so two corpora graded side by side on 2 CPUs cannot push a judged cell over it (a
     # 10 s wall-clock limit once did). The wall-clock backstop stays well above any honest cell.
     (root / "grader_config.py").write_text((root / "grader_config.py").read_text()
-                                           + "\nc.JudgedExecute.cpu_timeout = 10\nc.Execute.timeout = 120\n")
+                                           + "\nc.JudgedExecute.cpu_timeout = 10\nc.JudgedExecute.timeout = 120\n")
     release = course.generate(A) / f"{A}.ipynb"
     good = with_reference_answers(release, root / "source" / A / f"{A}.ipynb", root / "tmp" / "good.ipynb")
 
