@@ -17,8 +17,8 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # kernel uses more than 60 s of CPU time (the kernel's processes, all their threads: coursekit.judge's
 # CpuWatch) is interrupted and scored 0 with a hint that says so, and grading goes on. CPU time
 # hardly grows when other programs share the machine, while wall-clock time does: on the 2-core course
-# machine with one core kept busy, a call of the shipped target took 2.5 times as long by the clock
-# (README, "Threads on a busy machine", torch's default threads), so a wall-clock limit would cut off a correct answer on a busy grading server
+# machine with one core kept busy, small calls of the shipped target with torch's default threads
+# took 3.5 times as long by the clock (README, "Threads on a busy machine", 2026-12-04), so a wall-clock limit would cut off a correct answer on a busy grading server
 # that passes on a quiet one. The slowest hidden test, 03's speculative_sample (36,600 seeded
 # calls), took 11 s for the reference on the 2-core course machine (2026-12-02); a minute leaves
 # room for slow but correct answers without letting an endless loop stall a cohort.
@@ -30,8 +30,9 @@ c.JudgedExecute.timeout = 300
 # The Validate button (nbgrader validate: plain Execute, no CPU watch) keeps a 60 s wall-clock
 # limit per cell: it grades nothing, and a learner waits for it. It also bounds a known stall:
 # under load, after 02's explorer cell (widgets), the kernel sometimes goes idle without its reply
-# reaching nbclient until the limit interrupts it (nbclient issue 312; seen here in 2 of 5
-# validations with a core busy), so a longer limit would make such a Validate wait that long.
+# reaching nbclient until the limit interrupts it (akin to nbclient issue 312; on the 2-core course
+# machine with a core busy, 2026-12-04: 5 of 11 validations, and 1 of 8 with the code before that
+# day), so a longer limit would make such a Validate wait that long.
 c.Execute.timeout = 60
 # Starting a grading kernel (Python, numpy, matplotlib, the sandbox's rules) runs none of the
 # learner's code, so its limit only has to catch a kernel that never comes up: generous, because

@@ -46,7 +46,6 @@ from coursekit.grade import CONFIG_NAMES
 from coursekit.nbg import ScratchCourse, grade_submission, run, with_reference_answers
 from coursekit.paths import REPO, SOURCE
 
-BWRAP_KERNELS = False
 OUT = Path(__file__).resolve().parent / "results-grading.md"
 BEFORE = "e341fb3"  # the last commit before issue 17's work (its grading: serial stock nbgrader)
 PARTS = ("startup", "learner", "hidden", "other")
@@ -124,8 +123,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from coursekit import sandbox
 
-    global BWRAP_KERNELS
-    BWRAP_KERNELS = sandbox.mode() == sandbox.BWRAP  # then the kernels' CPU time is not seen
+    bwrap_kernels = sandbox.mode() == sandbox.BWRAP  # then the kernels' CPU time is not seen
     assignments = args.assignments or sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and p.name[:2].isdigit())
     lines = [f"# Grading benchmark ({os.cpu_count()} CPU cores, {platform.processor() or platform.machine()}, "
              f"{time.strftime('%Y-%m-%d')})", "",
@@ -182,7 +180,7 @@ def main(argv=None) -> int:
                    f"core-seconds, after {cpu_after:.0f}: {cpu_before / cpu_after:.2f}x less.** (Before: each "
                    "`nbgrader autograde` and `generate_feedback` process; after: the learner's driver on the worker, "
                    "feedback included. CPU time moves less than wall-clock time when other programs share the "
-                   "machine, and it is what a cohort pays per learner.)") if not BWRAP_KERNELS else
+                   "machine, and it is what a cohort pays per learner.)") if not bwrap_kernels else
                   ("CPU time not reported: the grading kernels ran under bubblewrap, whose PID namespace does not "
                    "hand their CPU time back to the process that waits for them (COURSE_SANDBOX_BWRAP=0 measures it, "
                    "with the audit hook alone)."), ""]
@@ -207,7 +205,7 @@ def main(argv=None) -> int:
                   f"transfers, merges and grades.csv included); {full} full marks, {len(graded) - full} partial "
                   f"or zero (the unanswered ones), {len(rows) - len(graded)} not graded. The main process spent "
                   f"{merge:.2f} s merging each learner's {len(assignments)} submissions (unpack, copy, gradebook)"
-                  + ("." if BWRAP_KERNELS else f"; a learner's grading used {per_learner:.0f} core-seconds on the "
+                  + ("." if bwrap_kernels else f"; a learner's grading used {per_learner:.0f} core-seconds on the "
                      "workers (every fourth submission unanswered)."), ""]
     text = "\n".join(lines)
     OUT.write_text(text)

@@ -543,13 +543,7 @@ class JudgedExecute(Execute):
         try:
             provisioner = getattr(self.km, "provisioner", None)
             with CpuWatch(getattr(provisioner, "pid", None), self.cpu_timeout) as self._watch:
-                cell, resources = self._judged_cell(cell, resources, index)
-            if self._watch.fired and cell.cell_type == "code" and not _is_timeout(cell.outputs):
-                cell.outputs = [o for o in cell.outputs if o.get("output_type") != "error"]
-                cell.outputs.append(nbformat.v4.new_output(
-                    "error", ename="CellTimeoutError", evalue=self.cpu_message(),
-                    traceback=[f"\x1b[0;31mCellTimeoutError\x1b[0m: {self.cpu_message()}"]))
-            return cell, resources
+                return self._judged_cell(cell, resources, index)
         finally:
             if times is not None:
                 meta = cell.metadata.get("nbgrader", {})
@@ -568,7 +562,13 @@ class JudgedExecute(Execute):
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             judged = verdict_call(cell.source)
         if judged is None:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if self._watch.fired:  # the interrupt's KeyboardInterrupt becomes the reason, in plain words
+                cell.outputs = [o for o in cell.outputs if o.get("output_type") != "error"]
+                cell.outputs.append(nbformat.v4.new_output(
+                    "error", ename="CellTimeoutError", evalue=self.cpu_message(),
+                    traceback=[f"\x1b[0;31mCellTimeoutError\x1b[0m: {self.cpu_message()}"]))
+            return cell, resources
         check, fn_name = judged
         # under bubblewrap the kernel sees only its own folders: the pipes go in its private one
         channel = Channel(getattr(self.km, "sandbox_folder", None))
@@ -583,7 +583,7 @@ class JudgedExecute(Execute):
             served, resources = super().preprocess_cell(served, resources, index)
         finally:
             channel.stopped_hint = _stopped_hint(served.get("outputs", []), fn_name)
-            if getattr(self, "_watch", None) is not None and self._watch.fired:
+            if self._watch.fired:
                 channel.stopped_hint = f"interrupted: {self.cpu_message()}"
             channel.ended.set()
             worker.join()
@@ -596,12 +596,6 @@ class JudgedExecute(Execute):
         cell.execution_count = served.get("execution_count")
         self.nb.cells[index] = cell  # nbclient stored the served copy there; the notebook keeps the real cell
         return cell, resources
-
-
-def _is_timeout(outputs) -> bool:
-    """Whether a cell's outputs already say it ran out of time (the judge's hint, nbclient's error)."""
-    return any(o.get("output_type") == "error" and (o.get("ename") == "CellTimeoutError"
-                                                   or "time limit" in str(o.get("evalue", ""))) for o in outputs)
 
 
 def _stopped_hint(outputs, fn_name: str) -> str:
