@@ -175,9 +175,10 @@ def speculate(target, proposer, prompt, n: int, K: int, temperature: float = 0.0
               generator: torch.Generator | None = None, adapt: str | None = None):
     """Generate n tokens after `prompt` (1-D ids, at least 2 tokens); returns (tokens (n,), stats).
 
-    adapt=None keeps K fixed; adapt="hf" is Hugging Face's schedule for assisted generation:
-    K += 2 after a round that accepted every draft, K -= 1 (at least 1) otherwise, capped at
-    MAX_ADAPTIVE_K.
+    adapt=None keeps K fixed; adapt="hf" is the "heuristic" schedule of Hugging Face's assisted
+    generation (opt-in since Transformers 4.45, whose default stops drafting on the draft's
+    confidence instead): K += 2 after a round that accepted every draft, K -= 1 (at least 1)
+    otherwise, capped at MAX_ADAPTIVE_K.
     stats: rounds, draft_rounds (rounds that proposed at least one draft), proposed, accepted,
     rejected (rounds that ended with a rejection), tested[i] and accepted_at[i] per draft
     position i (a draft is tested when every earlier one was accepted), and K_used (each round's K)."""

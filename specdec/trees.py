@@ -34,6 +34,7 @@ What it leaves out: sampling (temperature > 0), batches, and drafting without re
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -259,3 +260,37 @@ def compare_trees(target, draft, prompt, n: int, builds: dict, mask_fn: Callable
     rows["plain"] = dict(tokens_per_round=1.0, draft_passes=0.0, target_positions=1.0, seconds=seconds["plain"],
                          speedup=1.0, same_as_plain=True, stats=None)
     return rows
+
+
+def candidate_law(p_target, q_draft, k: int, repeats: str = "update") -> np.ndarray:
+    """The exact law of the token multi-step speculative sampling emits from k candidates drawn
+    i.i.d. from q_draft (notebook 06, section 5), by enumerating every candidate tuple (V**k of
+    them, weighted by their probability under q) and, for each, the emitted token's law.
+
+    repeats="update": every candidate is tested in turn, a repeat included; a repeat is rejected
+    for certain (the residual after its first rejection is 0 there), and its rejection still moves
+    p_cur to the next residual. That is exact; a tree that stores a repeated draw once, as one node
+    with a count of copies, must apply one residual step per extra copy to stay exact.
+    repeats="skip": a candidate equal to an earlier one is skipped with no residual step, which is
+    what storing the repeat once and forgetting it does. That changes the law (not exact).
+
+    Returns the (V,) law of the emitted token; for "update" it equals p_target up to rounding."""
+    if repeats not in ("update", "skip"):
+        raise ValueError('repeats is "update" or "skip"')
+    p = np.asarray(p_target, dtype=float)
+    q = np.asarray(q_draft, dtype=float)
+    law = np.zeros_like(p)
+    for drawn in itertools.product(np.flatnonzero(q > 0), repeat=k):
+        weight = float(np.prod(q[list(drawn)]))
+        current, still_open, tried = p.copy(), 1.0, set()  # still_open: P(every candidate so far rejected)
+        for x in drawn:
+            if repeats == "skip" and x in tried:
+                continue
+            tried.add(x)
+            keep = min(1.0, current[x] / q[x])
+            law[x] += weight * still_open * keep
+            still_open *= 1.0 - keep
+            over = np.clip(current - q, 0.0, None)
+            current = over / over.sum() if over.sum() > 0 else current
+        law += weight * still_open * current
+    return law

@@ -188,12 +188,69 @@ def mc_recursive(p, q, candidates, rng):
     return token, (index + 1 if index >= 0 else index)
 
 
+
+def bb_sorted_once(parents, path_value, c, verify_costs, max_budget):
+    """Sorts the nodes once (value descending, index ascending) and grows the tree node by node:
+    the best tree of B + 1 nodes is the best of B plus the next node in that order."""
+    values = [float(v) for v in path_value]
+    parents = [int(p) for p in parents]
+    order = sorted(range(len(values)), key=lambda i: (-values[i], i))
+
+    def depth_of(i):
+        d = 0
+        while i >= 0:
+            d, i = d + 1, parents[i]
+        return d
+
+    speeds, tokens, deepest = [], 1.0, 0
+    for B in range(max_budget + 1):
+        if B:
+            node = order[B - 1]
+            tokens += values[node]
+            deepest = max(deepest, depth_of(node))
+        speeds.append(tokens / (deepest * c + verify_costs[B + 1]))
+    best = max(range(len(speeds)), key=lambda B: (speeds[B], -B))
+    return best, np.array(speeds)
+
+
+def bb_vectorised(parents, path_value, c, verify_costs, max_budget):
+    """numpy throughout: a lexsort, cumulative sums of values and a running maximum of depths."""
+    par = np.asarray(parents, dtype=np.int64)
+    v = np.asarray(path_value, dtype=float)
+    depth = np.zeros(len(par), dtype=np.int64)
+    for i, p in enumerate(par):
+        depth[i] = 1 + (depth[p] if p >= 0 else 0)
+    order = np.lexsort((np.arange(len(v)), -v))[:max_budget]
+    tokens = 1.0 + np.concatenate([[0.0], np.cumsum(v[order])])
+    levels = np.concatenate([[0], np.maximum.accumulate(depth[order])])
+    speeds = tokens / (levels * c + np.asarray(verify_costs, dtype=float)[1:max_budget + 2])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_float32(parents, path_value, c, verify_costs, max_budget):
+    """Single precision, and the depth read off an ancestor mask's row sums."""
+    n = len(parents)
+    mask = np.eye(n, dtype=bool)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            mask[i] |= mask[int(p)]
+    depth = mask.sum(axis=1)
+    v = np.asarray(path_value, dtype=np.float32)
+    order = sorted(range(n), key=lambda i: (-float(path_value[i]), i))
+    speeds = np.zeros(max_budget + 1, dtype=np.float32)
+    for B in range(max_budget + 1):
+        keep = order[:B]
+        levels = np.float32(depth[keep].max()) if keep else np.float32(0)
+        speeds[B] = (np.float32(1) + v[keep].sum(dtype=np.float32)) / (levels * np.float32(c) + np.float32(verify_costs[B + 1]))
+    return int(np.argmax(speeds)), speeds
+
 CORRECT = {
     "tree_attention_mask": [mask_ancestor_sets, mask_matrix_power, mask_torch],
     "verify_tree_greedy": [verify_recursive, verify_lookup, verify_numpy],
     "expected_tree_tokens": [expected_recursive, expected_fixed_point, expected_float32],
     "select_tree": [select_heapq, select_stable_argsort, select_frontier],
     "multi_candidate_sample": [mc_divide, mc_uniforms_first, mc_recursive],
+    "best_budget": [bb_sorted_once, bb_vectorised, bb_float32],
 }
 
 # ---------------------------------------------------------------- wrong
@@ -580,6 +637,90 @@ def verify_any_node(tokens, parents, target_choice):
         node = child
 
 
+
+def _bb_parts(parents, path_value, max_budget):
+    """(tokens, depth of the kept tree, depth of all candidates) for every budget, as a learner computes them."""
+    values = [float(x) for x in path_value]
+    parents = [int(p) for p in parents]
+    depth = []
+    for p in parents:
+        depth.append(1 if p < 0 else depth[p] + 1)
+    order = sorted(range(len(values)), key=lambda i: (-values[i], i))
+    rows = []
+    for B in range(max_budget + 1):
+        keep = order[:B]
+        rows.append((1.0 + sum(values[i] for i in keep), max((depth[i] for i in keep), default=0), max(depth)))
+    return rows
+
+
+def bb_no_draft(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([t / verify_costs[B + 1] for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_verify_b(parents, path_value, c, verify_costs, max_budget):
+    """Prices the pass at B positions; budget 0 reads verify_costs[0] (NaN)."""
+    speeds = np.array([t / (d * c + verify_costs[B]) for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.nanargmax(speeds)), speeds
+
+
+def bb_verify_b_guarded(parents, path_value, c, verify_costs, max_budget):
+    """The same mistake, with budget 0 handled apart as plain decoding."""
+    rows = _bb_parts(parents, path_value, max_budget)
+    speeds = np.array([1.0] + [t / (d * c + verify_costs[B]) for B, (t, d, _) in enumerate(rows) if B])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_chain_depth(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([t / (B * c + verify_costs[B + 1]) for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_all_depth(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([t / ((D if B else 0) * c + verify_costs[B + 1])
+                       for B, (t, d, D) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_no_verify(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([t / (d * c + 1.0) for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_c_inverted(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([t / (d / c + verify_costs[B + 1]) for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_no_one(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([(t - 1.0) / (d * c + verify_costs[B + 1])
+                       for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)), speeds
+
+
+def bb_tokens(parents, path_value, c, verify_costs, max_budget):
+    """Ranks the budgets by expected tokens per round alone."""
+    tokens = np.array([t for t, _, _ in _bb_parts(parents, path_value, max_budget)])
+    return int(np.argmax(tokens)), tokens
+
+
+def bb_largest_tie(parents, path_value, c, verify_costs, max_budget):
+    speeds = np.array([t / (d * c + verify_costs[B + 1]) for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(len(speeds) - 1 - np.argmax(speeds[::-1])), speeds
+
+
+def bb_no_zero(parents, path_value, c, verify_costs, max_budget):
+    """Budgets 1..max_budget only: never 'do not speculate'."""
+    rows = _bb_parts(parents, path_value, max_budget)[1:]
+    speeds = np.array([t / (d * c + verify_costs[B + 2]) for B, (t, d, _) in enumerate(rows)])
+    return int(np.argmax(speeds)) + 1, speeds
+
+
+def bb_best_shifted(parents, path_value, c, verify_costs, max_budget):
+    """Right speeds, but the best budget counted from 1."""
+    speeds = np.array([t / (d * c + verify_costs[B + 1]) for B, (t, d, _) in enumerate(_bb_parts(parents, path_value, max_budget))])
+    return int(np.argmax(speeds)) + 1, speeds
+
 WRONG = {
     "tree_attention_mask": [(mask_causal, "causal (lower-triangular)"), (mask_no_self, "must see itself"),
                             (mask_siblings, "siblings see each other"), (mask_parent_only, "grandparents"),
@@ -604,4 +745,10 @@ WRONG = {
                                (mc_always_accept, "first candidate every time"), (mc_one_based, "from 1"),
                                (mc_global_rng, "rng argument"), (mc_in_place, "in place"),
                                (mc_q_minus_p, "q - p_cur"), (mc_deterministic, "exactly when p_cur(x) >= q(x)")],
+    "best_budget": [(bb_no_draft, "drafting is free"), (bb_verify_b, "priced at B positions"),
+                    (bb_verify_b_guarded, "priced at B positions"), (bb_chain_depth, "as if it were a chain"),
+                    (bb_all_depth, "whole candidate tree"), (bb_no_verify, "priced at 1 whatever its width"),
+                    (bb_c_inverted, "target/draft"), (bb_no_one, "lack the +1"), (bb_tokens, "not speed"),
+                    (bb_largest_tie, "SMALLEST budget"), (bb_no_zero, "budget 0 is plain decoding"),
+                    (bb_best_shifted, "not the one with the highest speed")],
 }

@@ -1,5 +1,5 @@
 """Hidden-test checkers for 06_token_trees: tree_attention_mask, verify_tree_greedy,
-expected_tree_tokens, select_tree, multi_candidate_sample.
+expected_tree_tokens, select_tree, multi_candidate_sample, best_budget.
 
 The four tree functions are deterministic: their values are compared with the reference on fixed
 and seeded random trees (exact equality for masks and token or index lists, rtol 1e-6 for the
@@ -31,7 +31,8 @@ What passes that should not, and what fails that should not (ask of every checke
 - check_verify_tree_greedy: all trees carry distinct sibling tokens (the API), so an answer that
   would pick the wrong one of two equal sibling tokens passes; one that only works when nodes come
   in breadth-first order fails (random topological orders are used), as it should. The empty tree
-  is not tested (the notebook does not ask for it).
+  (the notebook's exercise allows N = 0) must give the target's one token, as a list and as empty
+  numpy arrays.
 - check_expected_tree_tokens: rtol 1e-6, so float32 arithmetic passes; a mistake that changes the
   value by less than 1e-6 on every case (none known) would pass. The empty tree must give 1 (the
   notebook's visible test).
@@ -42,6 +43,16 @@ What passes that should not, and what fails that should not (ask of every checke
   whose sort happened to keep every tie in index order it would pass, and be right on these
   inputs. The API's tie rule (lower index) is what keeps the selection closed under parents. An
   empty tree and a numpy integer budget are not tested.
+- check_best_budget: deterministic; speeds within rtol 1e-6 of the reference's (float32 passes), and
+  the best budget exactly. Random cases whose best speed is within 1e-6 (relative) of another
+  budget's are dropped, so rounding cannot decide the winner; one case has exact ties (dyadic
+  values, equal in any order of addition), where the smallest budget must win. The answer is
+  judged with the reference select_tree: a best_budget that calls the learner's own select_tree
+  fails when that one is wrong (the hint says to check it), which is the exercise's design.
+  verify_costs[0] is NaN in every case (no pass has 0 positions), so reading it shows up as NaN
+  speeds. Known gaps: a learner who takes the depth from another correct selection rule cannot
+  differ (the selection is the reference's), and an answer that is right only for max_budget <= N
+  is right (the API asks no more).
 - check_multi_candidate_sample: a wrong sampler whose (index, token) law equals the right one on
   all nine cases would pass; none is known (drawing the uniforms in bulk or in another order, or
   with rng.uniform or rng.choice, is right, not wrong). Reusing one uniform for every candidate
@@ -446,6 +457,11 @@ def check_verify_tree_greedy(verify_tree_greedy) -> None:
     want = [ref.verify_tree_greedy(*case) for case in cases]
     bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
     if not bad:
+        empty = [(([], [], [7]), {}), ((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.array([7])), {})]
+        for out in call_many(verify_tree_greedy, empty, name="verify_tree_greedy"):
+            if token_list(out, "verify_tree_greedy([], [], [7])") != [7]:
+                fail("verify_tree_greedy([], [], [7]) must be [7]: with no draft nodes a round emits the target's own "
+                     "token, target_choice[0].")
         return
     for hint, wrong in VT_MISTAKES:
         if all(g == wrong(*case) for g, case in zip(got, cases)):
@@ -967,3 +983,160 @@ def check_multi_candidate_sample(multi_candidate_sample) -> None:
     if not counts_match_pmf(tokens, np.arange(len(p)), p, per_test):
         fail("multi_candidate_sample with no candidates must return a draw from p itself and index -1 (nothing "
              "was rejected, so p_cur is still p).")
+
+
+# ---------------------------------------------------------------- best_budget
+
+HINT_BB_NO_DRAFT = ("the drafting is free here: a tree of depth d costs d draft passes, d * c target passes, on top "
+                    "of its verification, so the round costs d * c + verify_costs[B + 1].")
+HINT_BB_VERIFY_B = ("the verification pass is priced at B positions (verify_costs[B]); it scores B + 1: the last "
+                    "committed token (the root) and the B nodes, so read verify_costs[B + 1].")
+HINT_BB_CHAIN_DEPTH = ("every tree is drafted as if it were a chain (B draft passes); drafting takes one pass per "
+                       "LEVEL, so the cost is the kept tree's depth times c, not B times c.")
+HINT_BB_ALL_DEPTH = ("the depth is that of the whole candidate tree; use the depth of the B nodes select_tree keeps "
+                     "(their deepest node), which is what the draft must reach.")
+HINT_BB_NO_VERIFY = ("the verification pass is priced at 1 whatever its width; a pass over B + 1 positions costs "
+                     "verify_costs[B + 1] one-position passes.")
+HINT_BB_C_INVERTED = ("c is read as target/draft (d / c); c is the draft pass's cost in target passes, so a tree of "
+                      "depth d adds d * c.")
+HINT_BB_NO_ONE = ("the expected tokens lack the +1: a round emits the kept nodes that are accepted and then the "
+                  "target's own token, 1 + the sum of the kept path values.")
+HINT_BB_TOKENS = ("these are expected tokens per round, not speed: divide each by its round's cost, "
+                  "depth * c + verify_costs[B + 1].")
+HINT_BB_TIES = "on ties the SMALLEST budget wins (np.argmax returns the first maximum)."
+HINT_BB_LAST = ("the best budget is not the one with the highest speed in the speeds returned: return "
+                "int(np.argmax(speeds)), budget 0 included.")
+HINT_BB_ZERO = ("speeds has one entry per budget from 0 to max_budget: budget 0 is plain decoding, speed "
+                "1 / verify_costs[1] = 1, the choice when no tree pays.")
+
+
+def _bb_depth(parents, keep) -> int:
+    depth = _depths(parents)
+    return max((depth[i] for i in keep), default=0)
+
+
+def _bb_speeds(parents, values, c, costs, max_budget, *, tokens=lambda v, keep: 1.0 + sum(v[i] for i in keep),
+               draft=lambda par, keep, B, c: _bb_depth(par, keep) * c, verify=lambda costs, B: costs[B + 1]):
+    """The speeds of every budget, with one part of the computation replaceable by a known mistake."""
+    out = []
+    for B in range(max_budget + 1):
+        keep = ref.select_tree(parents, values, B)
+        out.append(tokens(values, keep) / (draft(parents, keep, B, c) + verify(costs, B)))
+    return np.array(out)
+
+
+def _bb_wrong(**parts):
+    return lambda par, v, c, costs, m: _bb_speeds(par, v, c, costs, m, **parts)
+
+
+BB_MISTAKES = (
+    (HINT_BB_NO_DRAFT, _bb_wrong(draft=lambda par, keep, B, c: 0.0)),
+    (HINT_BB_VERIFY_B, _bb_wrong(verify=lambda costs, B: costs[B] if B else costs[1])),  # budget 0 as plain decoding
+    (HINT_BB_CHAIN_DEPTH, _bb_wrong(draft=lambda par, keep, B, c: B * c)),
+    (HINT_BB_ALL_DEPTH, _bb_wrong(draft=lambda par, keep, B, c: (max(_depths(par)) if B else 0) * c)),
+    (HINT_BB_ALL_DEPTH, _bb_wrong(draft=lambda par, keep, B, c: max(_depths(par)) * c)),
+    (HINT_BB_NO_VERIFY, _bb_wrong(verify=lambda costs, B: 1.0)),
+    (HINT_BB_C_INVERTED, _bb_wrong(draft=lambda par, keep, B, c: _bb_depth(par, keep) / c)),
+    (HINT_BB_NO_ONE, _bb_wrong(tokens=lambda v, keep: sum(v[i] for i in keep))),
+    (HINT_BB_TOKENS, lambda par, v, c, costs, m: np.array([1.0 + sum(v[i] for i in ref.select_tree(par, v, B))
+                                                           for B in range(m + 1)])),
+)
+
+
+def _bb_costs(kind, n, rng):
+    """verify_costs[k] for k = 0..n (entry 0 is not a pass: NaN): flat (a launch- or memory-bound pass),
+    linear (a pass that grows with its positions, as on a CPU) or a roofline knee."""
+    k = np.arange(n + 1, dtype=float)
+    if kind == "flat":
+        costs = 1.0 + float(rng.uniform(0.0, 0.01)) * (k - 1)
+    elif kind == "linear":
+        costs = 1.0 + float(rng.uniform(0.05, 0.3)) * (k - 1)
+    else:
+        knee = int(rng.integers(3, 9))
+        costs = np.maximum(1.0, 1.0 + float(rng.uniform(0.2, 0.6)) * (k - knee))
+    costs[0] = np.nan
+    return [round(float(x), 6) if i else float("nan") for i, x in enumerate(costs)]
+
+
+# (parents, path values, c, verify_costs, max_budget); the dyadic case has exact ties (speeds that are equal
+# in every order of float addition), the others are kept only where the best speed beats every other
+# budget's by more than 1e-6 relative, so that float rounding cannot change which budget wins.
+BB_TIES = ([-1, 0, -1, 0, 2, -1], [0.5, 0.25, 0.25, 0.0, 0.0, 0.0], 0.125, [float("nan")] + [1.0] * 7, 6)
+
+
+def _bb_cases():
+    rng = np.random.default_rng(SEED + 7)
+    nan = float("nan")
+    cases = [
+        ([-1, -1, 0, 0, 1, 2], [0.6, 0.2, 0.3, 0.18, 0.08, 0.15], 0.1, [nan, 1.0, 1.0, 1.0, 1.0, 1.25, 1.5, 1.75], 6),
+        ([-1, 0, 1, 2], [0.9, 0.81, 0.729, 0.6561], 0.05, [nan, 1, 1.02, 1.04, 1.06, 1.08], 4),        # a chain
+        ([-1, -1, -1], [0.3, 0.2, 0.1], 0.6, [nan, 1.0, 1.5, 2.0, 2.5], 3),                               # none pays
+        BB_TIES,
+    ]
+    for i, parents in enumerate(_trees(rng, count=24, sizes=(4, 14))[len(FIXED_TREES):]):
+        values = _reach(parents, _accept_probs(rng, parents, ("dirichlet", "ones")[i % 2]))
+        max_budget = int(rng.integers(1, len(parents) + 1))
+        c = round(float(rng.choice([0.02, 0.05, 0.1, 0.2, 0.35])), 3)
+        costs = _bb_costs(("flat", "linear", "knee")[i % 3], max_budget + 1, rng)
+        speeds = _bb_speeds(parents, values, c, costs, max_budget)
+        top, rest = np.max(speeds), np.delete(speeds, np.argmax(speeds))
+        if rest.size and np.max(rest) > top * (1 - 1e-6):
+            continue  # a near-tie: which budget wins would depend on rounding
+        cases.append((list(parents), [float(v) for v in values], c, costs, max_budget))
+    return cases
+
+
+def _bb_output(out, max_budget, label) -> tuple[int, np.ndarray]:
+    __tracebackhide__ = True
+    if not (isinstance(out, tuple) and len(out) == 2):
+        fail(f"{label} must return a tuple (best budget, speeds).")
+    best, speeds = out
+    if isinstance(best, (bool, np.bool_)) or not isinstance(best, (int, np.integer)):
+        fail(f"{label} returned the best budget {best!r} ({type(best).__name__}); it must be an int (int(...)).")
+    if _is_torch(speeds):
+        fail(f"{label} returned speeds as a torch tensor; return a numpy array.")
+    speeds = as_float_array(speeds, label)
+    if speeds.shape == (max_budget,):
+        fail(f"best_budget: {HINT_BB_ZERO}")
+    if speeds.shape != (max_budget + 1,):
+        fail(f"{label} returned speeds of shape {speeds.shape}; it has one entry per budget 0..max_budget, "
+             f"shape ({max_budget + 1},).")
+    return int(best), speeds
+
+
+def check_best_budget(best_budget) -> None:
+    """Speeds of select_tree's best tree of every budget 0..max_budget against the reference (rtol 1e-6),
+    and the budget of the highest speed, smallest on ties."""
+    __tracebackhide__ = True
+    cases = _bb_cases()
+    calls = [((_as_given(par, i), _as_given(v, i, dtype=float), c, _as_given(costs, i, dtype=float), m), {})
+             for i, (par, v, c, costs, m) in enumerate(cases)]
+    originals = [[np.array(a) for a in args] for args, _ in calls]
+    outs = call_many(best_budget, calls, name="best_budget")
+    _kept("best_budget(parents, path_value, c, verify_costs, max_budget)", calls, originals,
+          ["parents", "path_value", "c", "verify_costs", "max_budget"])
+    got = [_bb_output(out, m, f"best_budget({_shown(par)}, path_value, {c}, verify_costs, {m})")
+           for out, (par, _, c, _, m) in zip(outs, cases)]
+    want = [ref.best_budget(*case) for case in cases]
+    if not all(close(g[1], w[1], rtol=1e-6, atol=1e-9) for g, w in zip(got, want)):
+        nans = [np.flatnonzero(~np.isfinite(g[1])) for g in got]
+        if any(len(n) for n in nans):
+            if all(list(n) in ([], [0]) for n in nans):  # only budget 0: it read verify_costs[0], which is not a pass
+                fail(f"best_budget: {HINT_BB_VERIFY_B}")
+            fail("best_budget returned NaN or infinite speeds: every budget's cost d * c + verify_costs[B + 1] is "
+                 "positive (verify_costs[0] is NaN: no pass has 0 positions).")
+        hint = diagnose([g[1] for g in got], BB_MISTAKES, cases, rtol=1e-6)
+        if hint:
+            fail(f"best_budget: {hint}")
+        i = next(i for i, (g, w) in enumerate(zip(got, want)) if not close(g[1], w[1], rtol=1e-6, atol=1e-9))
+        par, _, c, _, m = cases[i]
+        fail(f"best_budget({_shown(par)}, path_value, {c}, verify_costs, {m}) returned the wrong speeds: for each "
+             "budget B, keep select_tree's B nodes, and divide 1 + their path values' sum by their depth * c + "
+             "verify_costs[B + 1] (if yours calls your select_tree, make sure that one passes its own tests).")
+    for (best, speeds), (want_best, _), case in zip(got, want, cases):
+        if best == want_best:
+            continue
+        top = np.flatnonzero(speeds >= speeds.max() * (1 - 1e-9))
+        if best == int(top[-1]) and len(top) > 1:
+            fail(f"best_budget: {HINT_BB_TIES}")
+        fail(f"best_budget: {HINT_BB_LAST}")

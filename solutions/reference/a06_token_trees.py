@@ -74,3 +74,19 @@ def multi_candidate_sample(p, q, candidates, rng):
         total = residual.sum()
         p_cur = residual / total if total > 0 else p_cur
     return int(rng.choice(len(p_cur), p=p_cur)), -1
+
+
+def best_budget(parents, path_value, c, verify_costs, max_budget):
+    """(best budget, speeds): speeds[B] = E[tokens] of select_tree's B nodes / (their depth * c + verify_costs[B + 1])."""
+    parents = [int(p) for p in np.asarray(parents).reshape(-1)]
+    path_value = np.asarray(path_value, dtype=float).reshape(-1)
+    depth = []
+    for parent in parents:  # parents come first
+        depth.append(1 if parent < 0 else depth[parent] + 1)
+    speeds = np.zeros(int(max_budget) + 1)
+    for B in range(int(max_budget) + 1):
+        keep = [int(i) for i in select_tree(parents, path_value, B)]
+        expected = 1.0 + float(path_value[keep].sum())
+        levels = max((depth[i] for i in keep), default=0)
+        speeds[B] = expected / (levels * c + float(verify_costs[B + 1]))
+    return int(np.argmax(speeds)), speeds  # argmax: the first maximum, the smallest budget on ties
