@@ -12,7 +12,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 PIP_INSTALL = for try in 1 2 3; do $(1) -m pip install --quiet $(2) && break; \
   [ $$try = 3 ] && exit 1; echo "pip install failed (try $$try of 3); trying again in 10 s" >&2; sleep 10; done
 
-.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-threads train heads grade
+.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-threads gpu-check train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ grade: $(STAMP) ## instructors: autograde every submission under submitted/, fee
 
 bench: $(STAMP) ## time plain vs speculative decoding on the shipped pair, K = 0..8, T = 0 and 1
 	$(BIN)/python benchmarks/speculative.py
+
+gpu-check: $(STAMP) ## on a CUDA machine: notebooks 04-06 with the reference answers, the model/engine/checker tests on CUDA, make bench; one summary (exits 0 without CUDA)
+	$(BIN)/python -m coursekit.gpucheck $(ARGS)
 
 bench-grade: $(STAMP) ## grading before and after side by side (one learner), and a cohort on a two-worker loopback cluster
 	$(BIN)/python benchmarks/grading.py

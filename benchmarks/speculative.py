@@ -7,9 +7,21 @@ measured alpha (accepted / tested drafts, where a tested draft is an accepted on
 rejection of a round: drafts after it are never tested), tokens per round, c (draft pass time /
 target pass time) and the verification cost of K+1 positions relative to one (both as
 `specdec.timing.step_costs` defines them: cached passes, the loop's own), the predicted
-speedup (plain formula, and with the measured verification cost) and the measured speedup.
+speedup (plain formula, with the measured verification cost, and with the per-round overhead o
+as well) and the measured speedup.
 Both loops are the course's engine (`specdec.engine`): `plain` and `speculate` with a draft
 model; K = 0 runs the speculative loop without drafts, so its row shows the loop's own overhead.
+
+The per-round overhead o (in one-position target passes) is measured without the speedup it
+predicts: o(K) = o_0 + bookkeeping(K), where
+- o_0 is what the K = 0 loop costs beyond plain decoding (its row: o_0 = 1 / measured - 1, at
+  least 0), the loop's own cost per round, and
+- bookkeeping(K) is the round's work besides its passes, timed alone next to a one-position
+  target pass (`bookkeeping`): the proposer's call minus its K draft passes (cache rollback,
+  feeding, collecting the drafts), the acceptance step on K+1 rows of real logits with its one
+  read back to the host, less plain decoding's own sampling of one token.
+A round then costs K c + verify(K+1) + o(K) one-position passes, and the prediction with o is
+E[tokens] / that.
 
 Timing on a shared machine is the weak point, so the run also reports
 - each figure's spread: the same estimate made on each repeat separately (speedup) or on each
@@ -34,9 +46,9 @@ from pathlib import Path
 import torch
 
 from solutions.reference.a01_acceptance_chain import expected_tokens
-from specdec.engine import DraftModel, plain, speculate
+from specdec.engine import DraftModel, accept, pick, plain, speculate
 from specdec.model import encode, load
-from specdec.timing import costs_from, step_times, timed
+from specdec.timing import COST_TEXT, costs_from, interleaved, step_times, timed
 
 PROMPTS = [
     "import os\n\n\ndef list_files(root):\n    ",
@@ -107,12 +119,89 @@ def pass_costs(target, draft, max_new, repeats=25, calls=4, context=130):
     return {key: [part[key] for part in parts] for key in parts[0]}
 
 
+def bookkeeping(target, draft, ks, temperature, repeats=40, context=130) -> dict:
+    """{K: a round's work besides its passes, in one-position target passes}, timed alone.
+
+    For each K, three calls interleaved with a cached one-position target pass (the unit) and a
+    one-position draft pass, after `context` tokens of COST_TEXT: the draft model's proposer asked
+    for K drafts (its cache rolled back to one token short, as after a round), the acceptance
+    step on the target's real logits over K+1 positions followed by the round's one read back,
+    and plain decoding's own sampling of one token. bookkeeping(K) = (proposer - K draft passes
+    + acceptance and read - plain's sampling) / target pass, fastest times (`specdec.timing`)."""
+    device = target.device
+    ids = encode(COST_TEXT)[: context + max(ks) + 1].tolist()
+    seq = ids[:context]
+    gen = torch.Generator(device=device).manual_seed(0)
+    t_cache, d_cache = target.new_cache(), draft.new_cache()
+    with torch.no_grad():
+        target.extend(torch.tensor([seq[:-1]], device=device), t_cache)
+        draft.extend(torch.tensor([seq[:-1]], device=device), d_cache)
+        p_logits = target.extend(torch.tensor([ids[context - 1: context + max(ks)]], device=device), t_cache)[0]
+    proposers = {K: DraftModel(draft) for K in ks if K}
+    for K, proposer in proposers.items():
+        proposer.start(seq)
+        with torch.no_grad():
+            proposer(seq, K, None, temperature, gen)  # fills the draft's cache with seq
+        proposer.update(0)
+    last = torch.tensor(seq[-1:], device=device)
+
+    def propose(K):
+        proposer = proposers[K]
+
+        def run():
+            proposer.valid, proposer.k = len(seq) - 1, 0  # as after a round: one committed token to feed
+            with torch.no_grad():
+                drafts, q = proposer(seq, K, None, temperature, gen)
+            proposer.update(0)
+            return drafts, q
+        return run
+
+    drafted = {K: propose(K)() for K in ks if K}
+
+    def decide(K):
+        drafts, q = drafted[K]
+        logits = p_logits[: K + 1]
+
+        def run():
+            fed = torch.cat([last, drafts]).view(1, -1)  # what the round feeds the target
+            decided = accept(logits, drafts, q, temperature, gen)
+            return fed, torch.cat([decided, drafts]).tolist()
+        return run
+
+    def draft_pass():
+        d_cache.rollback(context - 1)
+        with torch.no_grad():
+            return draft.extend(last.view(1, 1), d_cache)
+
+    def target_pass():
+        t_cache.rollback(context - 1)
+        with torch.no_grad():
+            return target.extend(last.view(1, 1), t_cache)
+
+    def plain_sampling():
+        return pick(p_logits[0], temperature, gen).view(1, 1)
+
+    fns = {"target": target_pass, "draft": draft_pass, "sample": plain_sampling}
+    for K in ks:
+        if K:
+            fns["propose", K], fns["decide", K] = propose(K), decide(K)
+    best = {name: min(ts) for name, ts in interleaved(fns, repeats, device).items()}
+    out = {0: 0.0}
+    for K in ks:
+        if K:
+            extra = best["propose", K] - K * best["draft"] + best["decide", K] - best["sample"]
+            out[K] = max(0.0, extra) / best["target"]
+    return out
+
+
 def measure(target, draft, device, cfg):
     """One row per (T, K), with the estimates the busy-machine rule needs, and the step-cost probes."""
     rows, probes = [], []
     costs = pass_costs(target, draft, max(cfg["ks"]) + 1, repeats=cfg["cost_repeats"])
     c, c_halves = costs["c"][0], costs["c"][1:]
     for T in TEMPS:
+        books = bookkeeping(target, draft, cfg["ks"], T, repeats=cfg["cost_repeats"])
+        o_0 = 0.0  # what the K = 0 loop costs beyond plain decoding, per round: set by the K = 0 row
         for K in cfg["ks"]:
             probes.append(one_step_ms(target))
             t_plain = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
@@ -138,10 +227,14 @@ def measure(target, draft, device, cfg):
             alpha = acc / tested if tested else float("nan")
             E = expected_tokens(alpha, K) if K else 1.0
             verify = costs[K + 1][0]
+            measured = statistics.median(fastest)
+            if K == 0:
+                o_0 = max(0.0, 1.0 / measured - 1.0)
+            o = o_0 + books[K]
             rows.append(dict(T=T, K=K, alpha=alpha, tokens_per_round=emitted / rounds, c=c, c_halves=c_halves,
-                             verify=verify, verify_halves=costs[K + 1][1:],
-                             pred=E / (1 + K * c), pred_v=E / (K * c + verify),
-                             measured=statistics.median(fastest), by_repeat=by_repeat))
+                             verify=verify, verify_halves=costs[K + 1][1:], o=o, o_0=o_0, book=books[K],
+                             pred=E / (1 + K * c), pred_v=E / (K * c + verify), pred_o=E / (K * c + verify + o),
+                             measured=measured, by_repeat=by_repeat))
     probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
         row["busy"] = busy_reasons(row["by_repeat"], row["c_halves"], row["verify_halves"], before, after)
@@ -156,13 +249,19 @@ def report(rows, probes, device, cfg, load_before) -> list[str]:
              f"{cfg['n_new']} new tokens, {len(cfg['prompts'])} prompts, {cfg['repeats']} repeats per prompt "
              f"(fastest kept, median over prompts); (n%) = spread of the same estimate over repeats "
              f"(speedup: each repeat; c and verify: each half of {cfg['cost_repeats']} repeats), (max - min) / median",
-             "", "| T | K | alpha | tokens/round | c | verify(K+1)/1 | predicted | predicted (measured verify) "
-             "| measured | measured per repeat | busy |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "o = per-round overhead in one-position target passes: o_0 (the K = 0 loop beyond plain decoding) "
+             "+ the round's bookkeeping timed alone (proposer beyond its passes, acceptance and its read, "
+             "less plain's own sampling)",
+             "", "| T | K | alpha | tokens/round | c | verify(K+1)/1 | o (o_0 + bookkeeping) | predicted "
+             "| predicted (measured verify) | predicted (verify and o) | measured | measured / predicted with o "
+             "| measured per repeat | busy |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['T']:g} | {r['K']} | {r['alpha']:.3f} | {r['tokens_per_round']:.2f} | "
                      f"{r['c']:.3f} ({spread(r['c_halves']):.0%}) | {r['verify']:.2f} ({spread(r['verify_halves']):.0%}) | "
-                     f"{r['pred']:.2f}x | {r['pred_v']:.2f}x | {r['measured']:.2f}x | "
+                     f"{r['o']:.3f} ({r['o_0']:.3f} + {r['book']:.3f}) | "
+                     f"{r['pred']:.2f}x | {r['pred_v']:.2f}x | {r['pred_o']:.2f}x | {r['measured']:.2f}x | "
+                     f"{r['measured'] / r['pred_o']:.2f} | "
                      f"{min(r['by_repeat']):.2f}..{max(r['by_repeat']):.2f}x ({spread(r['by_repeat']):.0%}) | "
                      f"{'; '.join(r['busy'])} |")
     drift = run_drift(probes)
@@ -217,13 +316,26 @@ def main(argv=None):
     print(text)
     (OUT / f"results-{tag}.md").write_text(text + "\n")
     plot(rows, device, tag)
+    print(summary(rows))
+
+
+def summary(rows) -> str:
+    """The last line: best speedups, and measured / predicted (with verify and o, and without o) over the
+    unmarked rows with K > 0: band and median."""
     quiet = [r for r in rows if r["K"] > 0 and not r["busy"]]
-    ratios = [r["measured"] / r["pred_v"] for r in quiet]
     best = {T: max((r for r in rows if r["T"] == T), key=lambda r: r["measured"]) for T in TEMPS}
-    print(f"best speedup {best[0.0]['measured']:.2f}x at K={best[0.0]['K']} (T=0), "
-          f"{best[1.0]['measured']:.2f}x at K={best[1.0]['K']} (T=1); "
-          + (f"measured/predicted in [{min(ratios):.2f}, {max(ratios):.2f}] over the {len(quiet)} unmarked rows with K > 0"
-             if ratios else "every row with K > 0 is marked busy"))
+    k0 = [r for r in rows if r["K"] == 0]
+    line = (f"best speedup {best[0.0]['measured']:.2f}x at K={best[0.0]['K']} (T=0), "
+            f"{best[1.0]['measured']:.2f}x at K={best[1.0]['K']} (T=1); K=0 loop "
+            + "/".join(f"{r['measured']:.2f}x" for r in k0) + " of plain; ")
+    if not quiet:
+        return line + "every row with K > 0 is marked busy"
+    with_o = [r["measured"] / r["pred_o"] for r in quiet]
+    without = [r["measured"] / r["pred_v"] for r in quiet]
+    return line + (f"o {min(r['o'] for r in quiet):.3f}..{max(r['o'] for r in quiet):.3f}; measured/predicted with o in "
+                   f"[{min(with_o):.2f}, {max(with_o):.2f}], median {statistics.median(with_o):.3f} (without o "
+                   f"[{min(without):.2f}, {max(without):.2f}], median {statistics.median(without):.3f}) over the "
+                   f"{len(quiet)} unmarked rows with K > 0")
 
 
 def plot(rows, device, tag):

@@ -54,8 +54,9 @@ def pick(logits: torch.Tensor, temperature: float, generator=None) -> torch.Tens
 
 
 def accept(p_logits: torch.Tensor, drafts: torch.Tensor, q_draft: torch.Tensor | None, temperature: float,
-           generator=None) -> tuple[int, int]:
-    """One round's verification: (number of accepted drafts n, the token emitted after them).
+           generator=None) -> torch.Tensor:
+    """One round's verification, decided on the logits' device: a LongTensor (2,) holding the
+    number of accepted drafts n and the token emitted after them (nothing is read back here).
 
     p_logits (k+1, V): the target's logits at the k draft positions and the bonus position;
     drafts (k,) the proposed tokens; q_draft (k, V) the distributions they were drawn from, or
@@ -63,13 +64,16 @@ def accept(p_logits: torch.Tensor, drafts: torch.Tensor, q_draft: torch.Tensor |
     argmax, and the target's argmax follows. Sampling: one uniform per position, draft i is
     accepted when u_i < p_i(d_i) / q_i(d_i); the first failure is the rejection, and the token
     after the accepted prefix is drawn from norm(max(p - q, 0)) there, or from p_{k+1} (the
-    bonus token) when every draft was accepted."""
+    bonus token) when every draft was accepted: one draw from the row that applies, chosen on
+    the device. With no drafts it is `pick`, plain decoding's own sampling."""
     k = drafts.shape[0]
+    if k == 0:
+        return torch.stack([drafts.new_zeros(()), pick(p_logits[0], temperature, generator)])
     if temperature == 0:
         best = p_logits.argmax(-1)
         miss = torch.cat([drafts != best[:k], best.new_ones(1, dtype=torch.bool)])
-        n = int(miss.int().argmax())  # argmax finds the first True: the first mismatch, or k
-        return n, int(best[n])
+        n = miss.int().argmax()  # argmax finds the first True: the first mismatch, or k
+        return torch.stack([n, best[n]])
     p_target = torch.softmax(p_logits / temperature, dim=-1)
     if q_draft is None:
         q_draft = F.one_hot(drafts, p_target.shape[-1]).to(p_target.dtype)
@@ -77,18 +81,20 @@ def accept(p_logits: torch.Tensor, drafts: torch.Tensor, q_draft: torch.Tensor |
     u = torch.rand(k, generator=generator, device=p_target.device)
     # u < p/q without dividing: q(d) > 0 for every drafted token d
     rejected = u * q_draft[rows, drafts] >= p_target[rows, drafts]
-    n = int(torch.cat([rejected, rejected.new_ones(1)]).int().argmax())
-    if n == k:
-        return k, int(torch.multinomial(p_target[k], 1, generator=generator))
-    residual = (p_target[n] - q_draft[n]).clamp(min=0)
+    n = torch.cat([rejected, rejected.new_ones(1)]).int().argmax()
+    at = n.clamp(max=k - 1)
+    residual = (p_target[at] - q_draft[at]).clamp(min=0)
     total = residual.sum()
     # a rejection needs p(d) < q(d), so some mass is left over; rounding may leave none when p ~ q
-    residual = residual / total if total > 0 else p_target[n]
-    return n, int(torch.multinomial(residual, 1, generator=generator))
+    residual = torch.where(total > 0, residual / total.clamp(min=torch.finfo(total.dtype).tiny), p_target[at])
+    row = torch.where(n == k, p_target[k], residual)
+    return torch.stack([n, torch.multinomial(row, 1, generator=generator)[0]])
 
 
 class DraftModel:
-    """A draft model with its own cache, kept in step with the committed sequence."""
+    """A draft model with its own cache, kept in step with the committed sequence. After each round
+    the engine reports how many drafts were accepted (`update`), so the draft knows which of its
+    cached positions are still committed text without reading its drafts back to the host."""
 
     name = "draft model"
     needs_hidden = False
@@ -97,17 +103,16 @@ class DraftModel:
         self.draft = draft
 
     def start(self, prompt: list[int]) -> None:
-        self.cache, self.fed, self.committed = self.draft.new_cache(), [], 0
+        self.cache, self.valid, self.base, self.k = self.draft.new_cache(), 0, 0, 0
 
     def __call__(self, seq, K, hidden, temperature, generator):
-        # Roll the cache back to the longest prefix of what it was fed that is still committed:
-        # the sequence of the last call is, then compare the drafts it fed after that.
-        keep, limit = min(self.committed, len(seq)), min(len(self.fed), len(seq))
-        while keep < limit and self.fed[keep] == seq[keep]:
-            keep += 1
-        self.cache.rollback(keep)
         device = self.draft.device
-        new = _ids(seq[keep:], device)
+        if self.k:  # no update() since the last drafts: trust only what was committed then
+            self.valid, self.k = min(self.base, len(seq)), 0
+        if K <= 0:
+            return torch.zeros(0, dtype=torch.long, device=device), None
+        self.cache.rollback(self.valid)
+        new = _ids(seq[self.valid:], device)
         tokens, rows = [], []
         for _ in range(K):
             logits = self.draft.extend(new, self.cache)[0, -1]
@@ -118,12 +123,13 @@ class DraftModel:
                 token = torch.multinomial(rows[-1], 1, generator=generator)
             tokens.append(token)
             new = token.view(1, 1)
-        if not tokens:
-            self.fed, self.committed = list(seq[:keep]), keep
-            return torch.zeros(0, dtype=torch.long, device=device), None
-        drafts = torch.cat(tokens)
-        self.fed, self.committed = list(seq) + drafts[:-1].tolist(), len(seq)  # the last draft was not fed
-        return drafts, (torch.stack(rows) if rows else None)
+        self.base, self.k = len(seq), K  # the cache now holds seq and the first K - 1 drafts
+        return torch.cat(tokens), (torch.stack(rows) if rows else None)
+
+    def update(self, accepted: int) -> None:
+        """The engine kept `accepted` of the last drafts: those the draft was fed are still valid."""
+        if self.k:
+            self.valid, self.k = self.base + min(accepted, self.k - 1), 0
 
 
 class PromptLookup:
@@ -165,15 +171,27 @@ class Heads:
         return torch.multinomial(q_draft, 1, generator=generator).view(-1), q_draft
 
 
-def _new_stats(width: int) -> dict:
-    return dict(rounds=0, draft_rounds=0, proposed=0, accepted=0, rejected=0, tested=[0] * width,
-                accepted_at=[0] * width, K_used=[])
+def _stats(width: int, ks: list[int], ns: list[int], Ks: list[int]) -> dict:
+    """The run's counters from each round's drafts k and accepted n, counted once at the end."""
+    tested, accepted_at = [0] * width, [0] * width
+    for k, n in zip(ks, ns):
+        for i in range(min(n + 1, k)):
+            tested[i] += 1
+        for i in range(n):
+            accepted_at[i] += 1
+    return dict(rounds=len(ks), draft_rounds=sum(k > 0 for k in ks), proposed=sum(ks), accepted=sum(ns),
+                rejected=sum(n < k for k, n in zip(ks, ns)), tested=tested, accepted_at=accepted_at, K_used=Ks)
 
 
 @torch.no_grad()
 def speculate(target, proposer, prompt, n: int, K: int, temperature: float = 0.0,
               generator: torch.Generator | None = None, adapt: str | None = None):
     """Generate n tokens after `prompt` (1-D ids, at least 2 tokens); returns (tokens (n,), stats).
+
+    A round does what it must and no more: the proposal, one target pass, the acceptance decided
+    on the device (`accept`), and ONE read back to the host (the accepted count, the drafts and the
+    emitted token, together); the next round's first token stays on the device. The counters are
+    counted from two numbers per round, after the loop.
 
     adapt=None keeps K fixed; adapt="hf" is the "heuristic" schedule of Hugging Face's assisted
     generation (opt-in since Transformers 4.45, whose default stops drafting on the draft's
@@ -195,38 +213,51 @@ def speculate(target, proposer, prompt, n: int, K: int, temperature: float = 0.0
     else:
         target.extend(_ids(seq[:-1], device), cache)
     proposer.start(seq)
+    update = getattr(proposer, "update", None)
     width = max(K, 1) if adapt is None else MAX_ADAPTIVE_K
-    stats = _new_stats(width)
-    while len(seq) - len(prompt) < n:
-        drafts, q_draft = proposer(seq, K, hidden, temperature, generator)
-        drafts = torch.as_tensor(drafts, dtype=torch.long, device=device).view(-1)
-        room = target.config.max_len - len(seq)  # the verify pass must fit the model's context
-        drafts, q_draft = drafts[:room], (None if q_draft is None else q_draft[:room])
-        k = drafts.shape[0]
-        fed = torch.cat([_ids(seq[-1:], device)[0], drafts]).view(1, -1)
-        if proposer.needs_hidden:
-            p_logits, h = target.extend(fed, cache, hidden=True)
+    last = _ids(seq[-1:], device)[0]  # the committed token the target has not seen yet, on the device
+    ks, ns, Ks = [], [], []
+    goal = len(seq) + n
+    while len(seq) < goal:
+        drafts, q_draft = proposer(seq, K, hidden, temperature, generator) if K > 0 else (None, None)
+        if drafts is None or len(drafts) == 0:  # no drafts: a plain step, with plain decoding's own code
+            fed = last.view(1, 1)
+            p_logits, h = target.extend(fed, cache, hidden=True) if proposer.needs_hidden else (target.extend(fed, cache), None)
+            last = pick(p_logits[0, 0], temperature, generator).view(1)
+            k = n_acc = 0
+            seq.append(last.item())  # the round's one read back to the host
+            cache.rollback(len(seq) - 1)
         else:
-            p_logits = target.extend(fed, cache)
-        n_acc, last = accept(p_logits[0], drafts, q_draft, temperature, generator)
-        assert 0 <= n_acc <= k  # a round emits between 1 and k+1 tokens
-        seq += drafts[:n_acc].tolist() + [last]
-        cache.rollback(len(seq) - 1)
+            if not isinstance(drafts, torch.Tensor) or drafts.device != last.device:
+                drafts = torch.as_tensor(drafts, dtype=torch.long, device=device)
+            drafts = drafts.view(-1)
+            room = target.config.max_len - len(seq)  # the verify pass must fit the model's context
+            if drafts.shape[0] > room:
+                drafts, q_draft = drafts[:room], (None if q_draft is None else q_draft[:room])
+            k = drafts.shape[0]
+            fed = torch.cat([last, drafts]).view(1, -1)
+            if proposer.needs_hidden:
+                p_logits, h = target.extend(fed, cache, hidden=True)
+            else:
+                p_logits = target.extend(fed, cache)
+            decided = accept(p_logits[0], drafts, q_draft, temperature, generator)
+            got = torch.cat([decided, drafts]).tolist()  # the round's one read back to the host
+            n_acc = got[0]
+            assert 0 <= n_acc <= k  # a round emits between 1 and k+1 tokens
+            seq += got[2:2 + n_acc]
+            seq.append(got[1])
+            cache.rollback(len(seq) - 1)
+            last = decided[1:]
+        if update is not None:
+            update(n_acc)
         if proposer.needs_hidden:
             hidden = h[0, n_acc]
-        for i in range(min(n_acc + 1, k)):
-            stats["tested"][i] += 1
-        for i in range(n_acc):
-            stats["accepted_at"][i] += 1
-        stats["rounds"] += 1
-        stats["draft_rounds"] += int(k > 0)
-        stats["proposed"] += k
-        stats["accepted"] += n_acc
-        stats["rejected"] += int(n_acc < k)
-        stats["K_used"].append(K)
+        ks.append(k)
+        ns.append(n_acc)
+        Ks.append(K)
         if adapt == "hf":
             K = min(width, K + 2) if (k and n_acc == k) else max(1, K - 1)
-    return torch.tensor(seq[len(prompt):len(prompt) + n]), stats
+    return torch.tensor(seq[len(prompt):len(prompt) + n]), _stats(width, ks, ns, Ks)
 
 
 @torch.no_grad()
