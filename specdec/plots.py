@@ -44,13 +44,46 @@ def monte_carlo_check(accepted_pmf, expected_tokens, simulate_tokens, alpha=0.8,
 C_LABEL = "c = draft pass time / target pass time"
 
 
-def best_speedup_grid(speedup, n=300, K_max=16, c_max=1.0):
-    """Best achievable speedup max_K speedup(alpha, K, c) on an n x n grid of (alpha, c)."""
+def with_overhead(S, K, c, o):
+    """The speedup once every round also pays a per-round overhead of o plain decoding steps
+    (sampling, the acceptance test, rollback, reading results back to the host, Python): from
+    S = E / (1 + K c), return E / (1 + K c + o) = S (1 + K c) / (1 + K c + o). Broadcasts over
+    S, K and c. It rescales the learner's own `speedup`, whose API takes no overhead; at o = 0 it
+    returns S itself. At K = 0 it gives 1/(1 + o): the speculative loop with no drafts, slower
+    than plain decoding by its overhead."""
+    if o == 0:
+        return S
+    cost = 1.0 + np.asarray(K) * np.asarray(c, dtype=float)
+    return np.asarray(S, dtype=float) * cost / (cost + o)
+
+
+def speedup_grid(speedup, n=300, K_max=16, c_max=1.0):
+    """(alpha (n,), c (n,), K (K_max+1,), S (n, n, K_max+1)): speedup(alpha, K, c) on an n x n
+    grid of (alpha, c) for K = 0..K_max, in one vectorised call."""
     alpha = np.linspace(0.0, 0.99, n)[:, None, None]
     c = np.linspace(0.0, c_max, n)[None, :, None]
     K = np.arange(K_max + 1)[None, None, :]
     S = np.asarray(speedup(alpha, K, c))
-    return alpha.ravel(), c.ravel(), S.max(axis=-1), S.argmax(axis=-1)
+    return alpha.ravel(), c.ravel(), K.ravel(), S
+
+
+def best_over_K(S, K, c, o=0.0):
+    """(best speedup, its K) over the last axis of a grid S = speedup(alpha, K, c) (as from
+    `speedup_grid`), with a per-round overhead of o plain steps. K = 0 means "do not speculate":
+    with o > 0 its column is plain decoding (exactly 1), not the speculative loop with no drafts
+    (1/(1 + o)), so the best is never below 1. At o = 0 it is S.max and S.argmax unchanged."""
+    if o == 0:
+        return S.max(axis=-1), S.argmax(axis=-1)
+    S = with_overhead(S, K, np.asarray(c)[:, None], o)
+    S[..., 0] = 1.0
+    return S.max(axis=-1), S.argmax(axis=-1)  # argmax: the smallest K on ties, as optimal_K
+
+
+def best_speedup_grid(speedup, n=300, K_max=16, c_max=1.0, overhead=0.0):
+    """Best achievable speedup max_K speedup(alpha, K, c) on an n x n grid of (alpha, c); with an
+    `overhead` o > 0 per round, max over K of E / (1 + K c + o), plain decoding (1) included."""
+    alpha, c, K, S = speedup_grid(speedup, n=n, K_max=K_max, c_max=c_max)
+    return (alpha, c) + best_over_K(S, K, c, overhead)
 
 
 def best_speedup_heatmap(speedup, ax=None, K_max=16, n=300):

@@ -22,22 +22,40 @@ def positional_horner(alphas):
     return out
 
 
-def general_power_sum(alpha, K, c, verify_cost):
-    a, K, c, v = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(K), np.asarray(c, float),
-                                     np.asarray(verify_cost, float))
+def general_power_sum(alpha, K, c, verify_cost, overhead=0.0):
+    a, K, c, v, o = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(K), np.asarray(c, float),
+                                        np.asarray(verify_cost, float), np.asarray(overhead, float))
     k = np.arange(int(K.max()) + 1)
     tokens = np.sum(np.where(k <= K[..., None], a[..., None] ** k, 0.0), axis=-1)
-    out = tokens / (K * c + v)
+    out = tokens / (K * c + v + o)
     return out[()] if out.ndim == 0 else out
 
 
-def general_via_cost(alpha, K, c, verify_cost):
+def general_via_cost(alpha, K, c, verify_cost, overhead=0):
     a = np.asarray(alpha, dtype=float)
     K = np.asarray(K)
     with np.errstate(all="ignore"):
         tokens = np.where(np.isclose(a, 1.0, rtol=0, atol=0), K + 1, -np.expm1((K + 1) * np.log(a)) / (1 - a))
-    cost = np.multiply(K, c) + verify_cost
+    cost = np.multiply(K, c) + verify_cost + overhead
     return np.divide(tokens, cost)
+
+
+def general_cost_parts(alpha, K, c, verify_cost, overhead=np.zeros(())):
+    """The round's three costs stacked along a new axis and summed; a 0-d array as the default overhead."""
+    a, K = np.asarray(alpha, dtype=float), np.asarray(K, dtype=float)
+    parts = np.broadcast_arrays(K * np.asarray(c, dtype=float), np.asarray(verify_cost, dtype=float),
+                                np.asarray(overhead, dtype=float))
+    cost = np.stack(parts).sum(axis=0)
+    with np.errstate(all="ignore"):
+        tokens = np.where(a == 1.0, K + 1.0, (1.0 - a ** (K + 1.0)) / (1.0 - a))
+    out = tokens / cost
+    return float(out) if out.ndim == 0 else out
+
+
+def general_rescaled(alpha, K, c, verify_cost, overhead=0.0):
+    """The speedup without overhead, rescaled by the share of the round the passes take."""
+    passes = np.multiply(K, c) + np.asarray(verify_cost, dtype=float)
+    return general_via_cost(alpha, K, c, verify_cost) * passes / (passes + overhead)
 
 
 def ngram_backwards_str(context, K, n=2):
@@ -214,7 +232,7 @@ def knee_ridge(batch, context, model, hardware):
 
 CORRECT = {
     "expected_tokens_positional": [positional_loop, positional_horner, positional_float32],
-    "speedup_general": [general_power_sum, general_via_cost],
+    "speedup_general": [general_power_sum, general_via_cost, general_rescaled, general_cost_parts],
     "ngram_propose": [ngram_backwards_str, ngram_numpy],
     "alpha_from_counters": [alpha_brentq, alpha_newton, alpha_roots, alpha_bisect_20, alpha_from_mean_length],
     "roofline_time": [roofline_if_else, roofline_units, roofline_float32],
@@ -248,24 +266,64 @@ def positional_mean(alphas):
     return sum(a ** k for k in range(len(alphas) + 1))
 
 
-def general_double_count(alpha, K, c, verify_cost):
-    a = np.asarray(alpha, float)
+def _tokens(alpha, K):
+    a, K = np.asarray(alpha, float), np.asarray(K)
     with np.errstate(all="ignore"):
-        tokens = np.where(a == 1, np.asarray(K) + 1.0, (1 - a ** (np.asarray(K) + 1)) / (1 - a))
-    return tokens / (1 + np.asarray(K) * c + verify_cost)
+        return np.where(a == 1, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
 
 
-def general_times_positions(alpha, K, c, verify_cost):
-    a = np.asarray(alpha, float)
-    with np.errstate(all="ignore"):
-        tokens = np.where(a == 1, np.asarray(K) + 1.0, (1 - a ** (np.asarray(K) + 1)) / (1 - a))
-    return tokens / (np.asarray(K) * c + (np.asarray(K) + 1) * verify_cost)
+def general_old_signature(alpha, K, c, verify_cost):
+    """Notebook 05's exercise before the overhead: right without it, no fifth argument."""
+    return _tokens(alpha, K) / (np.asarray(K) * c + verify_cost)
 
 
-def general_nan_at_one(alpha, K, c, verify_cost):
+def general_overhead_required(alpha, K, c, verify_cost, overhead):
+    """Right formula, but overhead has no default: the four-argument calls fail."""
+    return _tokens(alpha, K) / (np.asarray(K) * c + verify_cost + overhead)
+
+
+def general_overhead_ignored(alpha, K, c, verify_cost, overhead=0.0):
+    return _tokens(alpha, K) / (np.asarray(K) * c + verify_cost)
+
+
+def general_overhead_per_token(alpha, K, c, verify_cost, overhead=0.0):
+    """Charges the overhead for every emitted token."""
+    tokens = _tokens(alpha, K)
+    return tokens / (np.asarray(K) * c + verify_cost + overhead * tokens)
+
+
+def general_overhead_per_position(alpha, K, c, verify_cost, overhead=0.0):
+    """Charges the overhead for each of the K+1 verified positions."""
+    return _tokens(alpha, K) / (np.asarray(K) * c + verify_cost + overhead * (np.asarray(K) + 1))
+
+
+def general_overhead_subtracted(alpha, K, c, verify_cost, overhead=0.0):
+    """Takes the overhead off the speedup (tokens per step) instead of adding it to the cost."""
+    return _tokens(alpha, K) / (np.asarray(K) * c + verify_cost) - overhead
+
+
+def general_overhead_on_c(alpha, K, c, verify_cost, overhead=0.0):
+    """Adds the overhead to every draft pass."""
+    return _tokens(alpha, K) / (np.asarray(K) * (c + overhead) + verify_cost)
+
+
+def general_overhead_fraction(alpha, K, c, verify_cost, overhead=0.0):
+    """Reads the overhead as a fraction of the round's passes."""
+    return _tokens(alpha, K) / ((np.asarray(K) * c + verify_cost) * (1 + overhead))
+
+
+def general_double_count(alpha, K, c, verify_cost, overhead=0.0):
+    return _tokens(alpha, K) / (1 + np.asarray(K) * c + verify_cost + overhead)
+
+
+def general_times_positions(alpha, K, c, verify_cost, overhead=0.0):
+    return _tokens(alpha, K) / (np.asarray(K) * c + (np.asarray(K) + 1) * verify_cost + overhead)
+
+
+def general_nan_at_one(alpha, K, c, verify_cost, overhead=0.0):
     with np.errstate(all="ignore"):
         return (1 - np.asarray(alpha, float) ** (np.asarray(K) + 1)) / (1 - np.asarray(alpha, float)) / (
-            np.asarray(K) * c + verify_cost)
+            np.asarray(K) * c + verify_cost + overhead)
 
 
 def ngram_itself(context, K, n=2):
@@ -398,12 +456,12 @@ def positional_array(alphas):
     return 1.0 + np.atleast_1d(np.cumprod(np.asarray(alphas, float)).sum())
 
 
-def general_array(alpha, K, c, verify_cost):
+def general_array(alpha, K, c, verify_cost, overhead=0.0):
     """Right values, but a 1-element array for scalar inputs."""
     a, K = np.atleast_1d(np.asarray(alpha, float)), np.asarray(K)
     with np.errstate(all="ignore"):
         tokens = np.where(a == 1, K + 1.0, (1 - a ** (K + 1)) / (1 - a))
-    return tokens / (K * np.asarray(c) + np.asarray(verify_cost))
+    return tokens / (K * np.asarray(c) + np.asarray(verify_cost) + np.asarray(overhead))
 
 
 def ngram_longest_continuation(context, K, n=2):
@@ -562,7 +620,15 @@ WRONG = {
     "expected_tokens_positional": [(positional_no_one, "+1 is missing"), (positional_sum, "running product"),
                                    (positional_off_by_one, "off by one"), (positional_mean, "averaging"),
                                    (positional_array, "one number (a float)")],
-    "speedup_general": [(general_double_count, "IS the target pass"), (general_times_positions, "do not multiply"),
+    "speedup_general": [(general_old_signature, "takes an overhead argument"),
+                        (general_overhead_required, "takes an overhead argument"),
+                        (general_overhead_ignored, "overhead is ignored"),
+                        (general_overhead_per_token, "not once per emitted token"),
+                        (general_overhead_per_position, "not once per emitted token"),
+                        (general_overhead_subtracted, "do not subtract it"),
+                        (general_overhead_on_c, "not with every draft pass"),
+                        (general_overhead_fraction, "not a fraction"),
+                        (general_double_count, "IS the target pass"), (general_times_positions, "do not multiply"),
                         (general_nan_at_one, "alpha = 1"), (general_array, "one number for scalar inputs")],
     "ngram_propose": [(ngram_itself, "n-gram itself"), (ngram_first, "FIRST occurrence"),
                       (ngram_uncapped, "longer than K"), (ngram_matches_itself, "never finds a match"),

@@ -32,6 +32,60 @@ def test_explorer_marks_the_optimum_and_shades_the_losing_region():
     assert s["best_K"] == 6 and s["S"].shape == (17,) and np.isclose(s["ceiling"], 5.0)
 
 
+def test_explorer_has_an_overhead_slider_that_lowers_every_curve(monkeypatch):
+    """The o slider (per-round overhead in plain decoding steps, 0 to 1, default 0) sits with the
+    other sliders; at o = 0.3 every drawn speedup is E / (1 + K c + o), i.e. the o = 0 curve times
+    (1 + K c) / (1 + K c + o), and moving it back to 0 restores the explorer exactly."""
+    drawn = []  # each redraw's figure, closed so that pyplot does not keep them all
+
+    def show():
+        drawn.append(plots.plt.gcf())
+        plots.plt.close(drawn[-1])
+    monkeypatch.setattr(plots.plt, "show", show)
+    ex = speedup_explorer(ref02.speedup, ref02.optimal_K, alpha=0.8, c=0.1, K=4)
+    assert (ex.o.description, ex.o.min, ex.o.max, ex.o.value) == ("o", 0.0, 1.0, 0.0)
+    assert ex.o in ex.children[0].children[0].children  # beside alpha, c and K
+    readout0, curve0 = ex.readout.value, drawn[-1].axes[0].lines[0].get_ydata().copy()
+    heat0 = np.asarray(drawn[-1].axes[1].collections[0].get_array()).copy()
+    Ks, c, o = np.arange(17), 0.1, 0.3
+    assert np.array_equal(curve0, ref02.speedup(0.8, Ks, c))  # o = 0: the learner's speedup itself
+
+    ex.o.value = o
+    factor = (1 + Ks * c) / (1 + Ks * c + o)
+    curve = drawn[-1].axes[0].lines[0].get_ydata()
+    assert np.allclose(curve, curve0 * factor) and np.allclose(ex.summary()["S"], curve0 * factor)
+    assert np.isclose(curve[0], 1 / 1.3)  # K = 0: the speculative loop without drafts, 1/(1 + o)
+    assert "K = 4: speedup <b>1.98x</b>" in ex.readout.value  # 3.3616 / (1 + 0.4 + 0.3)
+    assert "best K = 7: 2.08x" in ex.readout.value and "alpha > c + o: K = 1 already wins" in ex.readout.value
+    heat = np.asarray(drawn[-1].axes[1].collections[0].get_array())
+    assert heat.shape == heat0.shape and (heat <= heat0 + 1e-12).all() and (heat < heat0 - 0.1).any()
+    assert (heat >= 1.0).all()  # "do not speculate" (plain decoding, 1) stays available
+
+    ex.alpha.value, ex.K.value, ex.o.value = 0.8, 1, 0.8  # c < alpha <= c + o: K = 1 loses, K = 2 wins
+    assert "0.95x" in ex.readout.value and "loses" in ex.readout.value
+    assert "K = 1 does not win, a longer draft does" in ex.readout.value
+    assert ex.summary()["S"][2] > 1 and ex.summary()["best_K"] == 8
+    ex.alpha.value, ex.c.value, ex.o.value = 0.5, 0.3, 0.3  # K = 1 needs alpha > 0.6; nothing wins here
+    assert "do not speculate: plain decoding" in ex.readout.value and ex.summary()["S_best"] == 1.0
+
+    ex.alpha.value, ex.c.value, ex.K.value, ex.o.value = 0.8, 0.1, 4, 0.0
+    assert ex.readout.value == readout0
+    assert np.array_equal(drawn[-1].axes[0].lines[0].get_ydata(), curve0)
+    assert np.array_equal(np.asarray(drawn[-1].axes[1].collections[0].get_array()), heat0)
+
+
+def test_overhead_helpers_reduce_to_the_formula_at_zero():
+    alphas, cs, best, arg = plots.best_speedup_grid(ref02.speedup, n=40)
+    _, _, best0, arg0 = plots.best_speedup_grid(ref02.speedup, n=40, overhead=0.0)
+    assert np.array_equal(best, best0) and np.array_equal(arg, arg0)
+    _, _, best_o, arg_o = plots.best_speedup_grid(ref02.speedup, n=40, overhead=0.3)
+    assert (best_o >= 1.0).all() and (best_o <= best).all() and (arg_o >= 0).all()
+    a, K, c, o = 0.7, np.arange(6), 0.2, 0.3
+    S = ref02.speedup(a, K, c)
+    assert plots.with_overhead(S, K, c, 0.0) is S
+    assert np.allclose(plots.with_overhead(S, K, c, o), (1 - a ** (K + 1)) / (1 - a) / (1 + K * c + o))
+
+
 def test_plots_draw_with_the_reference():
     plots.monte_carlo_check(ref01.accepted_pmf, ref01.expected_tokens, ref01.simulate_tokens, rounds=2000)
     plots.break_even_frontier(ref02.break_even_alpha)

@@ -1,8 +1,15 @@
 """Hidden-test checkers for 05_speculation_in_practice: expected_tokens_positional,
 speedup_general, ngram_propose, alpha_from_counters. Deterministic: values compared with the
 reference (tolerances for floats, exact equality for token lists) on seeded random inputs.
+
+speedup_general is called on a grid without the overhead (four arguments, the default), then on
+the same grid with overheads passed fifth and as overhead=..., each grid in one exchange with the
+learner's kernel; a function still written with four arguments gets a hint that names the
+missing argument, not a bare TypeError.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -78,47 +85,107 @@ HINT_GEN_TIMES = ("verify_cost is already the cost of the whole (K+1)-position p
 HINT_GEN_IGNORED = "verify_cost is ignored: the round costs K*c + verify_cost, not 1 + K*c."
 HINT_GEN_NO_DISCOUNT = ("K+1 tokens per round assumes every draft is accepted; use the expected "
                         "tokens per round, (1 - alpha**(K+1)) / (1 - alpha).")
+HINT_GEN_SIGNATURE = ("speedup_general takes an overhead argument: define it as speedup_general(alpha, K, c, "
+                      "verify_cost, overhead=0.0), so that it can be passed fifth or as overhead=..., and add "
+                      "it to the round's cost.")
+HINT_GEN_NO_OVERHEAD = ("overhead is ignored: the round costs K*c + verify_cost + overhead (the round's work "
+                        "beyond its passes), not K*c + verify_cost.")
+HINT_GEN_PER_TOKEN = ("the overhead is paid once per ROUND, not once per emitted token (or verified position): "
+                      "the round costs K*c + verify_cost + overhead, whatever it emits.")
+HINT_GEN_SUBTRACTED = ("the overhead is time, paid once per round: add it to the round's cost, K*c + "
+                       "verify_cost + overhead, do not subtract it from the speedup.")
+HINT_GEN_ON_C = ("the overhead is paid once per round, not with every draft pass: the round costs "
+                 "K*c + verify_cost + overhead, not K*(c + overhead) + verify_cost.")
+HINT_GEN_SCALED = ("the overhead is in plain decoding steps, added once to the round's cost (K*c + "
+                   "verify_cost + overhead), not a fraction that scales it.")
 
 ALPHAS = (0.0, 0.2, 0.5, 0.7, 0.85, 0.95, 0.999999, 1.0)
 KS = (0, 1, 2, 3, 5, 8)
 CS = (0.0, 0.05, 0.3)
 VS = (1.0, 1.3, 2.5, 6.0)
+OS = (0.0, 0.04, 0.2, 1.5)  # per-round overheads in plain steps: none, a quiet CPU's, about an H200's, a slow loop's
+ON_ERROR = {ZeroDivisionError: "at alpha = 1 the closed form is 0/0; a round then emits exactly K+1 tokens."}
+# The TypeError of a function still written with the old four arguments, or with no default for overhead.
+_OLD_SIGNATURE = re.compile(r"raised TypeError: .*\(\) (takes (from )?\d+ (to \d+ )?positional arguments? but "
+                            r"\d+ (was|were) given|got an unexpected keyword argument 'overhead'|missing 1 required "
+                            r"positional argument: 'overhead')")
+
+
+def _general_calls(speedup_general, calls: list, labels: list) -> list[float]:
+    """The scalar values of the calls [(args, kwargs), ...], in one exchange; a function without the
+    `overhead` argument gets HINT_GEN_SIGNATURE instead of a bare TypeError."""
+    __tracebackhide__ = True
+    try:
+        values = call_many(speedup_general, calls, name="speedup_general", on_error=ON_ERROR)
+    except CheckFailure as failure:
+        if _OLD_SIGNATURE.search(str(failure)):
+            fail(HINT_GEN_SIGNATURE)
+        raise
+    return [require_scalar(value, label) for value, label in zip(values, labels)]
+
+
+def _general_label(args: tuple, keyword: bool = False) -> str:
+    """The call as the learner would write it: speedup_general(a, K, c, v[, o or overhead=o])."""
+    a, K, c, v, *o = args
+    shown = [f"{a:g}", f"{K}", f"{c:g}", f"{v:g}"] + [f"overhead={x:g}" if keyword else f"{x:g}" for x in o]
+    return f"speedup_general({', '.join(shown)})"
+
+
+def _general_grid(got: list, grid: list, mistakes: list, keyword: bool = False) -> None:
+    """Compare with the reference on `grid` (argument tuples); on a mismatch name the mistake."""
+    __tracebackhide__ = True
+    want = [ref.speedup_general(*args) for args in grid]
+    if close(got, want, rtol=1e-7, atol=1e-10):
+        return
+    bad = [i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=1e-7, atol=1e-10)]
+    hint = diagnose(got, mistakes, grid, rtol=1e-6)
+    if hint:
+        fail(f"speedup_general: {hint}")
+    if any(np.isnan(got[i]) and grid[i][0] == 1.0 for i in bad):
+        fail("speedup_general returns nan at alpha = 1: the closed form is 0/0 there, and a round "
+             "emits exactly K+1 tokens (use np.where, as in notebook 01).")
+    cost = "K*c + verify_cost + overhead" if len(grid[0]) == 5 else "K*c + verify_cost"
+    fail(f"{_general_label(grid[bad[0]], keyword)} is wrong: expected tokens per round "
+         f"(1 - alpha**(K+1)) / (1 - alpha), divided by {cost}.")
 
 
 def check_speedup_general(speedup_general) -> None:
     __tracebackhide__ = True
+    # 1. Without an overhead (the default): the four-argument calls of notebook 05's own cells.
     grid = [(a, K, c, v) for a in ALPHAS for K in KS for c in CS for v in VS]
-    got = []
-    for a, K, c, v in grid:
-        value = require_scalar(call(speedup_general, a, K, c, v,
-                                    on_error={ZeroDivisionError: "at alpha = 1 the closed form is 0/0; "
-                                                                 "a round then emits exactly K+1 tokens."}),
-                               f"speedup_general({a:g}, {K}, {c:g}, {v:g})")
-        got.append(value)
-    want = [ref.speedup_general(*args) for args in grid]
-    if not close(got, want, rtol=1e-7, atol=1e-10):
-        bad = [i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=1e-7, atol=1e-10)]
-        hint = diagnose(got, [
-            (HINT_GEN_DOUBLE, lambda a, K, c, v: tokens_per_round(a, K) / (1 + K * c + v)),
-            (HINT_GEN_TIMES, lambda a, K, c, v: tokens_per_round(a, K) / (K * c + (K + 1) * v)),
-            (HINT_GEN_IGNORED, lambda a, K, c, v: tokens_per_round(a, K) / (1 + K * c)),
-            (HINT_EXPONENT_K, lambda a, K, c, v: tokens_per_round(a, K - 1) / (K * c + v)),
-            (HINT_GEN_NO_DISCOUNT, lambda a, K, c, v: (K + 1) / (K * c + v)),
-        ], grid, rtol=1e-6)
-        if hint:
-            fail(f"speedup_general: {hint}")
-        if any(np.isnan(got[i]) and grid[i][0] == 1.0 for i in bad):
-            fail("speedup_general returns nan at alpha = 1: the closed form is 0/0 there, and a round "
-                 "emits exactly K+1 tokens (use np.where, as in notebook 01).")
-        a, K, c, v = grid[bad[0]]
-        fail(f"speedup_general({a:g}, {K}, {c:g}, {v:g}) is wrong: expected tokens per round "
-             "(1 - alpha**(K+1)) / (1 - alpha), divided by K*c + verify_cost.")
+    got = _general_calls(speedup_general, [(args, {}) for args in grid], [_general_label(args) for args in grid])
+    _general_grid(got, grid, [
+        (HINT_GEN_DOUBLE, lambda a, K, c, v: tokens_per_round(a, K) / (1 + K * c + v)),
+        (HINT_GEN_TIMES, lambda a, K, c, v: tokens_per_round(a, K) / (K * c + (K + 1) * v)),
+        (HINT_GEN_IGNORED, lambda a, K, c, v: tokens_per_round(a, K) / (1 + K * c)),
+        (HINT_EXPONENT_K, lambda a, K, c, v: tokens_per_round(a, K - 1) / (K * c + v)),
+        (HINT_GEN_NO_DISCOUNT, lambda a, K, c, v: (K + 1) / (K * c + v)),
+    ])
+    # 2. With overheads, passed fifth and then by keyword: both must give the reference's values.
+    grid = [(a, K, c, v, o) for a in ALPHAS for K in KS for c in CS for v in VS for o in OS]
+    mistakes = [
+        (HINT_GEN_NO_OVERHEAD, lambda a, K, c, v, o: tokens_per_round(a, K) / (K * c + v)),
+        (HINT_GEN_PER_TOKEN, lambda a, K, c, v, o: tokens_per_round(a, K) / (K * c + v + o * tokens_per_round(a, K))),
+        (HINT_GEN_PER_TOKEN, lambda a, K, c, v, o: tokens_per_round(a, K) / (K * c + v + o * (K + 1))),
+        (HINT_GEN_SUBTRACTED, lambda a, K, c, v, o: tokens_per_round(a, K) / (K * c + v) - o),
+        (HINT_GEN_ON_C, lambda a, K, c, v, o: tokens_per_round(a, K) / (K * (c + o) + v)),
+        (HINT_GEN_SCALED, lambda a, K, c, v, o: tokens_per_round(a, K) / ((K * c + v) * (1 + o))),
+    ]
+    for keyword in (False, True):
+        calls = [((a, K, c, v), {"overhead": o}) if keyword else ((a, K, c, v, o), {}) for a, K, c, v, o in grid]
+        got = _general_calls(speedup_general, calls, [_general_label(args, keyword) for args in grid])
+        _general_grid(got, grid, mistakes, keyword)
+    # 3. Broadcasting, without and with an array of overheads.
     alpha = np.array([0.0, 0.5, 0.9, 1.0])[:, None, None]
     K = np.arange(0, 9)[None, :, None]
     verify = np.array([1.0, 1.5, 4.0])[None, None, :]
     got = as_float_array(call(speedup_general, alpha, K, 0.1, verify), "speedup_general(<arrays>)")
     broadcasts_like_numpy(got, ref.speedup_general(alpha, K, 0.1, verify), "speedup_general",
                           "(4,1,1), (1,9,1), a float and (1,1,3)", "alpha = 1")
+    overhead = np.array([0.0, 0.2])[:, None, None, None]
+    got = as_float_array(call(speedup_general, alpha, K, 0.1, verify, overhead), "speedup_general(<arrays>)")
+    broadcasts_like_numpy(got, ref.speedup_general(alpha, K, 0.1, verify, overhead), "speedup_general",
+                          "(4,1,1), (1,9,1), a float, (1,1,3) and an overhead of (2,1,1,1)", "alpha = 1")
 
 
 # ---------------------------------------------------------------- ngram_propose

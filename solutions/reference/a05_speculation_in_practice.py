@@ -23,12 +23,13 @@ def expected_tokens_positional(alphas):
     return float(1.0 + np.cumprod(alphas).sum())
 
 
-def speedup_general(alpha, K, c, verify_cost):
-    """Expected tokens per round / (K c + verify_cost), with i.i.d. acceptance alpha."""
-    alpha, K, c, verify_cost = (np.asarray(x, dtype=float) for x in (alpha, K, c, verify_cost))
+def speedup_general(alpha, K, c, verify_cost, overhead=0.0):
+    """Expected tokens per round / (K c + verify_cost + overhead), with i.i.d. acceptance alpha;
+    overhead: the round's work beyond its passes, in plain decoding steps, paid once per round."""
+    alpha, K, c, verify_cost, overhead = (np.asarray(x, dtype=float) for x in (alpha, K, c, verify_cost, overhead))
     with np.errstate(divide="ignore", invalid="ignore"):
         tokens = np.where(alpha == 1.0, K + 1.0, (1.0 - alpha ** (K + 1)) / (1.0 - alpha))
-    out = tokens / (K * c + verify_cost)
+    out = tokens / (K * c + verify_cost + overhead)
     return float(out) if out.ndim == 0 else out
 
 
