@@ -9,7 +9,11 @@ machine only ever adds time. Costs are ratios of those minima.
 step is):
     c         = time of one draft step / time of one target step (draft/target: small c = cheap draft)
     verify(k) = time of one target step scoring k positions / one scoring 1 position
-so a round of K drafts costs K c + verify(K+1) plain decoding steps.
+so a round of K drafts costs K c + verify(K+1) plain decoding steps, plus the per-round overhead o:
+the loop's own work beyond its passes (sampling, the acceptance test, rollbacks, host reads, Python).
+`loop_overhead` times that work on the loop itself, replaying recorded model outputs instead of
+running the models, and `explain_speedup` turns a measured speedup and the predictions without and
+with o into sentences that name the cause (notebook 04).
 
 What it leaves out: pinning threads or CPU frequency, and any statistics beyond the minimum
 (`make bench` adds its own spread checks on top of the raw times).
@@ -131,3 +135,194 @@ def step_costs(target, draft=None, positions=range(1, 10), context: int = 120, b
     """{"c": draft step / target step (when a draft is given), k: verify(k) for k in positions (and 1)}:
     the costs of the speedup formula, in units of one plain decoding step (see `step_times`)."""
     return costs_from(step_times(target, draft, positions, context, batch, cached, repeats, calls))
+
+
+# ------------------------------------------------------------------ the per-round overhead o
+#
+# A round of speculative decoding costs K draft passes, one verification pass and the loop's own
+# work around them (sampling, the acceptance test, rollbacks, reading results back to the host,
+# Python): o. The passes are timed alone (`step_times`); o is timed here, on the loop itself, by
+# running it again with every model call answered from a recording of what the real models
+# returned in a first run. With the same seeded generator the loop then takes exactly the same
+# path, so the replay's time is the loop's work without the models' passes: it never uses the
+# loop's measured speedup.
+
+
+class _Recorder:
+    """A model that forwards every call (`model(ids)`, `extend`) to `model` and keeps its outputs."""
+
+    def __init__(self, model):
+        self.model, self.outputs = model, []
+
+    def parameters(self, recurse: bool = True):
+        return self.model.parameters()
+
+    @property
+    def device(self):
+        from specdec.model import model_device
+
+        return model_device(self.model)
+
+    @property
+    def config(self):
+        return getattr(self.model, "config", None)
+
+    def new_cache(self):
+        return self.model.new_cache()
+
+    def extend(self, ids, cache, *args, **kwargs):
+        out = self.model.extend(ids, cache, *args, **kwargs)
+        self.outputs.append(out)
+        return out
+
+    def __call__(self, ids, *args, **kwargs):
+        out = self.model(ids, *args, **kwargs)
+        self.outputs.append(out)
+        return out
+
+
+class _ReplayCache:
+    """A cache that only counts: `length`, `rollback(length)`."""
+
+    def __init__(self):
+        self.length = 0
+
+    def rollback(self, length: int) -> None:
+        assert 0 <= length <= self.length, (length, self.length)
+        self.length = length
+
+
+class _Replay:
+    """A model whose i-th call returns (a copy of) the i-th output of a recorded run, at once.
+    A call whose ids do not match the recorded output's positions counts as a mismatch."""
+
+    def __init__(self, recorder: _Recorder):
+        self._outputs, self._params = recorder.outputs, list(recorder.parameters())[:1]
+        self.config, self.calls, self.mismatches = recorder.config, 0, 0
+
+    def parameters(self, recurse: bool = True):
+        return iter(self._params)
+
+    @property
+    def device(self):
+        return self._params[0].device
+
+    def new_cache(self):
+        return _ReplayCache()
+
+    def _next(self, ids):
+        import torch
+
+        i, self.calls = self.calls, self.calls + 1
+        if i < len(self._outputs) and self._outputs[i].shape[:-1] == tuple(ids.shape):
+            return self._outputs[i].clone()  # a copy: a loop that edits its logits in place edits no recording
+        self.mismatches += 1
+        vocab = self._outputs[0].shape[-1] if self._outputs else 256
+        return torch.zeros(*ids.shape, vocab, device=self.device)
+
+    def extend(self, ids, cache, *args, **kwargs):
+        cache.length += ids.shape[1]
+        return self._next(ids)
+
+    def __call__(self, ids, *args, **kwargs):
+        return self._next(ids)
+
+
+def loop_overhead(run: Callable, target, draft, repeats: int = 3, device=None) -> dict:
+    """The time of a decoding loop without its models' passes.
+
+    `run(target, draft)` must run the loop once with a freshly seeded generator (so that two calls
+    take the same path) and return its output. The loop runs once on recorders of the real models,
+    then `repeats` times on replays that return the recorded outputs instantly. Returns
+    {"seconds": the fastest replay, "calls": model calls per replay, "replayed": whether every replay
+    took the recorded path (the same calls with the same shapes and the same output); False, with
+    seconds nan, when the loop raised on the replays)}.
+    What it leaves out: the models' own Python and kernel launches (they are part of a pass, timed by
+    `step_times`), and overlap between the loop's work and a GPU pass still running."""
+    import torch
+
+    rec_t, rec_d = _Recorder(target), _Recorder(draft)
+    with torch.no_grad():
+        want = run(rec_t, rec_d)
+    replays, outputs = [], []
+
+    def replay():
+        t, d = _Replay(rec_t), _Replay(rec_d)
+        with torch.no_grad():
+            outputs.append(run(t, d))
+        replays.append((t, d))
+
+    try:
+        seconds = min(interleaved({"replay": replay}, repeats, device)["replay"])
+    except Exception:  # noqa: BLE001 - a loop that cannot run on the stand-ins: o is not measured
+        return {"seconds": float("nan"), "calls": len(rec_t.outputs) + len(rec_d.outputs), "replayed": False}
+    same = all(t.mismatches == d.mismatches == 0 and t.calls == len(rec_t.outputs) and d.calls == len(rec_d.outputs)
+               for t, d in replays)
+    first = lambda out: out[0] if isinstance(out, tuple) else out  # noqa: E731 - (tokens, stats) or tokens
+    same = same and all(torch.equal(torch.as_tensor(first(o)).cpu(), torch.as_tensor(first(want)).cpu()) for o in outputs)
+    return {"seconds": seconds, "calls": len(rec_t.outputs) + len(rec_d.outputs), "replayed": bool(same)}
+
+
+def explain_speedup(measured: float, passes: float, with_overhead: float | None = None,
+                    overhead: float | None = None, tolerance: float = 0.15,
+                    unmeasured: str = "not measured here") -> list[str]:
+    """What a measured speedup says about its cause, in sentences written from the numbers given:
+    `measured` (plain time / speculative time), `passes` (the round-cost prediction: tokens per round
+    over K c + verify(K+1), the passes alone), `with_overhead` (tokens per round over the passes plus
+    the per-round overhead, when o was measured) and `overhead` (o, in plain steps a round).
+
+    The cause it names: the passes' cost only when the round-cost prediction itself is below 1 (no
+    leaner loop can save that); otherwise the overhead, with its measured value, when the measurement
+    falls short of the prediction. A last sentence says whether the model with o fits (the measurement
+    within `tolerance` of `with_overhead`). `unmeasured`: what to say of o when it was not measured."""
+    m, p, w, o = measured, passes, with_overhead, overhead
+    work = "sampling, the acceptance test, rollbacks, host reads, Python"
+    if p < 1:
+        if m < 1:
+            cause = (f"loses ({m:.2f}x) because its passes alone cost more than the tokens a round emits (tokens "
+                     f"per round over K c + verification = {p:.2f}x, below 1): no leaner loop can save it; it needs "
+                     "a cheaper draft, a higher acceptance rate or another K.")
+        else:
+            cause = (f"wins ({m:.2f}x) although its passes alone predict a loss ({p:.2f}x): the isolated timings "
+                     "overstate what the passes cost inside the loop, or the machine was busy while they ran "
+                     "(rerun the cell).")
+    elif m < 1:
+        if o is None:
+            cause = (f"loses ({m:.2f}x) although its passes alone predict a win ({p:.2f}x): the draft passes and "
+                     "the verification cost less than the tokens they give; what turns the win into a loss is "
+                     f"the loop's work beyond the passes ({work}), which the round-cost model does not count "
+                     f"({unmeasured}).")
+        elif w is not None and w >= 1:
+            cause = (f"loses ({m:.2f}x) although its passes alone predict a win ({p:.2f}x), and with the measured "
+                     f"per-round overhead (o = {o:.2f} plain steps) the model still predicts a win ({w:.2f}x): "
+                     "the loss comes from work that neither timing counts, or from a busy machine (rerun the cell).")
+        else:
+            cause = (f"loses ({m:.2f}x) although its passes alone predict a win ({p:.2f}x): the draft passes and "
+                     "the verification cost less than the tokens they give; what turns the win into a loss is "
+                     f"the per-round overhead, o = {o:.2f} plain steps a round ({work}), which the round-cost "
+                     "model does not count.")
+    elif m < (1 - tolerance) * p:
+        paid = (f"the per-round overhead, o = {o:.2f} plain steps a round ({work}), costs the difference" if o is not None
+                else f"the loop's work beyond the passes ({work}; {unmeasured}) costs the difference")
+        cause = f"wins ({m:.2f}x), but less than its passes alone predict ({p:.2f}x): {paid}."
+    elif m > (1 + tolerance) * p:
+        cause = (f"wins ({m:.2f}x), more than its passes alone predict ({p:.2f}x): the isolated timings overstate "
+                 "the loop's costs, or the machine was busy while they ran (rerun the cell).")
+    else:
+        small = f"; the per-round overhead is small here (o = {o:.2f} plain steps)" if o is not None else ""
+        cause = f"wins ({m:.2f}x), about what its passes alone predict ({p:.2f}x){small}."
+    lines = [cause]
+    if w is not None:
+        r = m / w
+        if abs(r - 1) <= tolerance:
+            lines.append(f"With o the model predicts {w:.2f}x against {m:.2f}x measured (ratio {r:.2f}): the "
+                         "round-cost model with o fits.")
+        elif r < 1:
+            lines.append(f"Even with o the model predicts {w:.2f}x, more than the {m:.2f}x measured (ratio {r:.2f}): "
+                         "the loop pays for something the timings do not show, or the machine was busy while it "
+                         "ran (rerun the cell).")
+        else:
+            lines.append(f"With o the model predicts {w:.2f}x, less than the {m:.2f}x measured (ratio {r:.2f}): the "
+                         "isolated timings overstate the loop's costs, or the machine was busy while they ran "
+                         "(rerun the cell).")
+    return lines

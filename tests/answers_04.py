@@ -505,10 +505,10 @@ def _cached_variant(target, draft, prompt, n, K, T, generator, mode):
             n_acc, last = K, None
             for i, x in enumerate(drafts):
                 u = torch.rand((), generator=generator, dtype=torch.float64)
-                if u < min(1.0, float(ps[i][x] / qs[i][x])):
+                if mode == "accept_all" or u < min(1.0, float(ps[i][x] / qs[i][x])):
                     continue
                 n_acc = i
-                res = torch.clamp(ps[i] - qs[i], min=0)
+                res = ps[i] if mode == "resample_p" else torch.clamp(ps[i] - qs[i], min=0)
                 last = int(torch.multinomial(res / res.sum(), 1, generator=generator))
                 break
             if last is None:
@@ -555,6 +555,16 @@ def cached_plain_target(target, draft, prompt, max_new_tokens, K, temperature=1.
     return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "plain_target")
 
 
+def cached_resample_p(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    """Caches right, the sampling wrong: after a rejection it draws from p, not the residual."""
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "resample_p")
+
+
+def cached_accept_all(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
+    """Caches right, the sampling wrong: every draft is accepted."""
+    return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "accept_all")
+
+
 def cached_correct_variant(target, draft, prompt, max_new_tokens, K, temperature=1.0, generator=None):
     """The same bookkeeping without a mistake (a CORRECT answer: the variants differ from it in one line)."""
     return _cached_variant(target, draft, prompt, max_new_tokens, K, temperature, generator, "correct")
@@ -597,6 +607,9 @@ WRONG = {
         (cached_draft_no_correction, "correction or bonus token"),
         (cached_refeed, "the cache is not used"),
         (cached_plain_target, "calls the target as target(ids)"),
+        # the distribution cell on the cached loop (its T = 1 runs were cut to 1,000: a04's docstring)
+        (cached_resample_p, "samples from p"),
+        (cached_accept_all, "accepts every draft"),
     ],
 }
 

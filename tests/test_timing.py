@@ -50,3 +50,110 @@ def test_costs_from_uses_the_fastest_time_of_the_chosen_repeats():
 def test_the_kv_cache_holds_one_sequence(pair):
     with pytest.raises(AssertionError):
         timing.step_costs(pair[0], positions=(1, 2), batch=2, cached=True, repeats=1)
+
+
+# ------------------------------------------------------------------ the per-round overhead o
+
+def _toy_loop(target, draft, n=12, global_rng=False):
+    """A small sampling loop on the cache API (one draft and one target step per token)."""
+    import torch
+
+    gen = None if global_rng else torch.Generator().manual_seed(0)
+    tc, dc, seq = target.new_cache(), draft.new_cache(), [0]
+    for _ in range(n):
+        ids = torch.tensor([seq[tc.length:]], device=target.device)
+        draft.extend(torch.tensor([seq[dc.length:]], device=target.device), dc)
+        probs = torch.softmax(target.extend(ids, tc)[0, -1].double().cpu(), -1)
+        seq.append(int(torch.multinomial(probs, 1, generator=gen)))
+    return torch.tensor(seq[1:])
+
+
+class _Counting:
+    """A cached toy model that counts the calls that reach it."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, 0
+        self.config, self.device = model.config, model.device
+
+    def parameters(self):
+        return self.model.parameters()
+
+    def new_cache(self):
+        return self.model.new_cache()
+
+    def extend(self, ids, cache):
+        self.calls += 1
+        return self.model.extend(ids, cache)
+
+
+def test_loop_overhead_replays_the_recorded_run_without_calling_the_models():
+    from specdec.toy import toy_pair
+
+    target, draft = (_Counting(m) for m in toy_pair("cpu", cache=True))
+    out = timing.loop_overhead(_toy_loop, target, draft, repeats=3)
+    assert out["replayed"] and out["seconds"] >= 0 and out["calls"] == 24
+    assert target.calls == draft.calls == 12  # the recording run only: the replays never reach the models
+
+
+def test_loop_overhead_says_when_a_loop_does_not_repeat_itself():
+    from specdec.toy import toy_pair
+
+    target, draft = toy_pair("cpu", cache=True)
+    import torch
+    torch.manual_seed(0)  # a loop on the global generator takes another path on the replay
+    outs = [timing.loop_overhead(lambda t, d: _toy_loop(t, d, n=40, global_rng=True), target, draft, repeats=2)
+            for _ in range(3)]
+    assert not all(o["replayed"] for o in outs)
+
+
+# explain_speedup: every branch, from synthetic numbers (measured, passes-only, with o, o).
+VERDICTS = [
+    # the passes alone predict a loss: their cost is the cause, whatever o is
+    ((0.90, 0.95, 0.88, 0.05), ["passes alone cost more than the tokens", "0.95x", "model with o fits"]),
+    ((0.80, 0.95, None, None), ["passes alone cost more than the tokens"]),
+    ((1.20, 0.90, None, None), ["although its passes alone predict a loss", "rerun"]),
+    # the passes predict a win, the measurement loses: the overhead, with its value
+    ((0.91, 1.19, 0.92, 0.28), ["predict a win (1.19x)", "per-round overhead, o = 0.28 plain steps", "model with o fits"]),
+    ((0.91, 1.19, None, None), ["predict a win (1.19x)", "work beyond the passes", "not measured here"]),
+    ((0.80, 1.30, 1.10, 0.05), ["still predicts a win (1.10x)", "o = 0.05", "Even with o"]),
+    # wins: below, near or above the passes-only prediction
+    ((1.10, 1.50, 1.12, 0.30), ["less than its passes alone predict", "o = 0.30 plain steps", "model with o fits"]),
+    ((1.10, 1.50, None, None), ["less than its passes alone predict", "work beyond the passes"]),
+    ((1.40, 1.50, 1.45, 0.07), ["about what its passes alone predict", "small here (o = 0.07", "model with o fits"]),
+    ((1.40, 1.50, None, None), ["about what its passes alone predict"]),
+    ((2.00, 1.50, 1.40, 0.07), ["more than its passes alone predict", "less than the 2.00x measured"]),
+    ((1.00, 1.50, 1.45, 0.07), ["less than its passes alone predict", "Even with o", "ratio 0.69"]),
+]
+
+
+@pytest.mark.parametrize("numbers, phrases", VERDICTS, ids=[str(n) for n, _ in VERDICTS])
+def test_explain_speedup_names_the_cause_in_every_branch(numbers, phrases):
+    text = " ".join(timing.explain_speedup(*numbers))
+    for phrase in phrases:
+        assert phrase in text, (phrase, text)
+    measured, passes, with_o, o = numbers
+    # the passes are blamed exactly when the round-cost prediction itself is below 1
+    assert ("cost more than the tokens" in text) == (passes < 1 and measured < 1)
+    # a loss predicted as a win is put down to the overhead, with its value when it was measured
+    if passes >= 1 and measured < 1 and (with_o is None or with_o < 1):
+        assert ("overhead, o = " in text) == (o is not None) and "round-cost model does not count" in text
+    assert ("model with o fits" in text) == (with_o is not None and abs(measured / with_o - 1) <= 0.15)
+
+
+def test_explain_speedup_says_where_an_unmeasured_overhead_is_measured():
+    text = " ".join(timing.explain_speedup(0.9, 1.2, unmeasured="section 4 measures it"))
+    assert "(section 4 measures it)" in text
+
+
+def test_loop_overhead_reports_a_loop_that_cannot_run_on_the_replays():
+    import math
+
+    from specdec.toy import toy_pair
+
+    def picky(target, draft):  # insists on the real cache class
+        cache = target.new_cache()
+        assert type(cache).__name__ == "ToyCache"
+        return _toy_loop(target, draft, n=3)
+
+    out = timing.loop_overhead(picky, *toy_pair("cpu", cache=True), repeats=1)
+    assert out["replayed"] is False and math.isnan(out["seconds"])
