@@ -12,16 +12,13 @@ as well) and the measured speedup.
 Both loops are the course's engine (`specdec.engine`): `plain` and `speculate` with a draft
 model; K = 0 runs the speculative loop without drafts, so its row shows the loop's own overhead.
 
-The per-round overhead o (in one-position target passes) is measured without the speedup it
-predicts: o(K) = o_0 + bookkeeping(K), where
-- o_0 is what the K = 0 loop costs beyond plain decoding (its row: o_0 = 1 / measured - 1, at
-  least 0), the loop's own cost per round, and
-- bookkeeping(K) is the round's work besides its passes, timed alone next to a one-position
-  target pass (`bookkeeping`): the proposer's call minus its K draft passes (cache rollback,
-  feeding, collecting the drafts), the acceptance step on K+1 rows of real logits with its one
-  read back to the host, less plain decoding's own sampling of one token.
-A round then costs K c + verify(K+1) + o(K) one-position passes, and the prediction with o is
-E[tokens] / that.
+The per-round overhead is measured without the speedup it predicts: each loop is replayed on
+its models' recorded outputs (`specdec.practice.own_work`: the same calls on the same path,
+answered at once), so what is left is its own work, sampling, the acceptance test, rollback,
+the read back to the host and Python: b per round of speculation and s per plain step, in
+one-position target passes. A plain step costs 1 + s passes and a round K c + verify(K+1) + b,
+so the prediction with the overhead is E[tokens] (1 + s) / (K c + verify + b), and the
+per-round overhead in plain steps is o = (K c + verify + b) / (1 + s) - (K c + verify).
 
 Timing on a shared machine is the weak point, so the run also reports
 - each figure's spread: the same estimate made on each repeat separately (speedup) or on each
@@ -46,9 +43,10 @@ from pathlib import Path
 import torch
 
 from solutions.reference.a01_acceptance_chain import expected_tokens
-from specdec.engine import DraftModel, accept, pick, plain, speculate
+from specdec.engine import DraftModel, plain, speculate
 from specdec.model import encode, load
-from specdec.timing import COST_TEXT, costs_from, interleaved, step_times, timed
+from specdec import practice
+from specdec.timing import costs_from, step_times, timed
 
 PROMPTS = [
     "import os\n\n\ndef list_files(root):\n    ",
@@ -110,88 +108,24 @@ def one_step_ms(target, repeats=10, calls=4, context=130):
 
 
 def pass_costs(target, draft, max_new, repeats=25, calls=4, context=130):
-    """{"c": [c, ...], k: [verify(k), ...]}: each a list of three estimates (`specdec.timing`'s
-    definitions, after `context` cached positions), from all repeats, from the first half and
-    from the second half of them (the busy-machine rule compares the halves)."""
+    """{"c": [c, ...], k: [verify(k), ...], "unit": seconds}: c and verify(k) each a list of three
+    estimates (`specdec.timing`'s definitions, after `context` cached positions), from all repeats,
+    from the first half and from the second half of them (the busy-machine rule compares the
+    halves); "unit" the time of the one-position target pass they are ratios of."""
     times = step_times(target, draft, range(1, max_new + 1), context=context, repeats=repeats, calls=calls)
     n = len(times[("target", 1)])
     parts = [costs_from(times, part) for part in (slice(None), slice(None, n // 2), slice(n // 2, None))]
-    return {key: [part[key] for part in parts] for key in parts[0]}
-
-
-def bookkeeping(target, draft, ks, temperature, repeats=40, context=130) -> dict:
-    """{K: a round's work besides its passes, in one-position target passes}, timed alone.
-
-    For each K, three calls interleaved with a cached one-position target pass (the unit) and a
-    one-position draft pass, after `context` tokens of COST_TEXT: the draft model's proposer asked
-    for K drafts (its cache rolled back to one token short, as after a round), the acceptance
-    step on the target's real logits over K+1 positions followed by the round's one read back,
-    and plain decoding's own sampling of one token. bookkeeping(K) = (proposer - K draft passes
-    + acceptance and read - plain's sampling) / target pass, fastest times (`specdec.timing`)."""
-    device = target.device
-    ids = encode(COST_TEXT)[: context + max(ks) + 1].tolist()
-    seq = ids[:context]
-    gen = torch.Generator(device=device).manual_seed(0)
-    t_cache, d_cache = target.new_cache(), draft.new_cache()
-    with torch.no_grad():
-        target.extend(torch.tensor([seq[:-1]], device=device), t_cache)
-        draft.extend(torch.tensor([seq[:-1]], device=device), d_cache)
-        p_logits = target.extend(torch.tensor([ids[context - 1: context + max(ks)]], device=device), t_cache)[0]
-    proposers = {K: DraftModel(draft) for K in ks if K}
-    for K, proposer in proposers.items():
-        proposer.start(seq)
-        with torch.no_grad():
-            proposer(seq, K, None, temperature, gen)  # fills the draft's cache with seq
-        proposer.update(0)
-    last = torch.tensor(seq[-1:], device=device)
-
-    def propose(K):
-        proposer = proposers[K]
-
-        def run():
-            proposer.valid, proposer.k = len(seq) - 1, 0  # as after a round: one committed token to feed
-            with torch.no_grad():
-                drafts, q = proposer(seq, K, None, temperature, gen)
-            proposer.update(0)
-            return drafts, q
-        return run
-
-    drafted = {K: propose(K)() for K in ks if K}
-
-    def decide(K):
-        drafts, q = drafted[K]
-        logits = p_logits[: K + 1]
-
-        def run():
-            fed = torch.cat([last, drafts]).view(1, -1)  # what the round feeds the target
-            decided = accept(logits, drafts, q, temperature, gen)
-            return fed, torch.cat([decided, drafts]).tolist()
-        return run
-
-    def draft_pass():
-        d_cache.rollback(context - 1)
-        with torch.no_grad():
-            return draft.extend(last.view(1, 1), d_cache)
-
-    def target_pass():
-        t_cache.rollback(context - 1)
-        with torch.no_grad():
-            return target.extend(last.view(1, 1), t_cache)
-
-    def plain_sampling():
-        return pick(p_logits[0], temperature, gen).view(1, 1)
-
-    fns = {"target": target_pass, "draft": draft_pass, "sample": plain_sampling}
-    for K in ks:
-        if K:
-            fns["propose", K], fns["decide", K] = propose(K), decide(K)
-    best = {name: min(ts) for name, ts in interleaved(fns, repeats, device).items()}
-    out = {0: 0.0}
-    for K in ks:
-        if K:
-            extra = best["propose", K] - K * best["draft"] + best["decide", K] - best["sample"]
-            out[K] = max(0.0, extra) / best["target"]
+    out = {key: [part[key] for part in parts] for key in parts[0]}
+    out["unit"] = min(times[("target", 1)]) / calls  # seconds of one cached one-position target pass
     return out
+
+
+def own_work(target, draft, cfg, T, K) -> float:
+    """`specdec.practice.own_work` (the loop replayed on its models' recorded outputs, no passes):
+    seconds per round of speculation with K drafts, or per plain step (K = None), median over the
+    prompts."""
+    return statistics.median(practice.own_work(target, draft, encode(prompt), cfg["n_new"], K, T, seed=100 + i)
+                             for i, prompt in enumerate(cfg["prompts"]))
 
 
 def measure(target, draft, device, cfg):
@@ -199,9 +133,9 @@ def measure(target, draft, device, cfg):
     rows, probes = [], []
     costs = pass_costs(target, draft, max(cfg["ks"]) + 1, repeats=cfg["cost_repeats"])
     c, c_halves = costs["c"][0], costs["c"][1:]
+    unit = costs["unit"]
     for T in TEMPS:
-        books = bookkeeping(target, draft, cfg["ks"], T, repeats=cfg["cost_repeats"])
-        o_0 = 0.0  # what the K = 0 loop costs beyond plain decoding, per round: set by the K = 0 row
+        s_plain = own_work(target, draft, cfg, T, None) / unit  # a plain step's own work, in passes
         for K in cfg["ks"]:
             probes.append(one_step_ms(target))
             t_plain = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
@@ -228,12 +162,13 @@ def measure(target, draft, device, cfg):
             E = expected_tokens(alpha, K) if K else 1.0
             verify = costs[K + 1][0]
             measured = statistics.median(fastest)
-            if K == 0:
-                o_0 = max(0.0, 1.0 / measured - 1.0)
-            o = o_0 + books[K]
+            b = own_work(target, draft, cfg, T, K) / unit if K else s_plain  # K = 0 is a plain step
+            # in one-position passes: a plain step costs 1 + s, a round K c + verify + b
             rows.append(dict(T=T, K=K, alpha=alpha, tokens_per_round=emitted / rounds, c=c, c_halves=c_halves,
-                             verify=verify, verify_halves=costs[K + 1][1:], o=o, o_0=o_0, book=books[K],
-                             pred=E / (1 + K * c), pred_v=E / (K * c + verify), pred_o=E / (K * c + verify + o),
+                             verify=verify, verify_halves=costs[K + 1][1:], s=s_plain, b=b,
+                             o=(K * c + verify + b) / (1 + s_plain) - (K * c + verify),
+                             pred=E / (1 + K * c), pred_v=E / (K * c + verify),
+                             pred_o=E * (1 + s_plain) / (K * c + verify + b),
                              measured=measured, by_repeat=by_repeat))
     probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
@@ -249,17 +184,18 @@ def report(rows, probes, device, cfg, load_before) -> list[str]:
              f"{cfg['n_new']} new tokens, {len(cfg['prompts'])} prompts, {cfg['repeats']} repeats per prompt "
              f"(fastest kept, median over prompts); (n%) = spread of the same estimate over repeats "
              f"(speedup: each repeat; c and verify: each half of {cfg['cost_repeats']} repeats), (max - min) / median",
-             "o = per-round overhead in one-position target passes: o_0 (the K = 0 loop beyond plain decoding) "
-             "+ the round's bookkeeping timed alone (proposer beyond its passes, acceptance and its read, "
-             "less plain's own sampling)",
-             "", "| T | K | alpha | tokens/round | c | verify(K+1)/1 | o (o_0 + bookkeeping) | predicted "
+             "own work (the loop replayed on its models' recorded outputs, no passes), in one-position passes: "
+             "b a round's, s a plain step's; o = what a round costs beyond its passes, in plain steps: "
+             "(K c + verify + b) / (1 + s) - (K c + verify); predicted with o = tokens/round x (1 + s) / "
+             "(K c + verify + b)",
+             "", "| T | K | alpha | tokens/round | c | verify(K+1)/1 | own work b / s | o | predicted "
              "| predicted (measured verify) | predicted (verify and o) | measured | measured / predicted with o "
              "| measured per repeat | busy |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['T']:g} | {r['K']} | {r['alpha']:.3f} | {r['tokens_per_round']:.2f} | "
                      f"{r['c']:.3f} ({spread(r['c_halves']):.0%}) | {r['verify']:.2f} ({spread(r['verify_halves']):.0%}) | "
-                     f"{r['o']:.3f} ({r['o_0']:.3f} + {r['book']:.3f}) | "
+                     f"{r['b']:.3f} / {r['s']:.3f} | {r['o']:.3f} | "
                      f"{r['pred']:.2f}x | {r['pred_v']:.2f}x | {r['pred_o']:.2f}x | {r['measured']:.2f}x | "
                      f"{r['measured'] / r['pred_o']:.2f} | "
                      f"{min(r['by_repeat']):.2f}..{max(r['by_repeat']):.2f}x ({spread(r['by_repeat']):.0%}) | "

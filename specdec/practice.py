@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
 import torch
 
 from specdec.engine import MAX_ADAPTIVE_K, DraftModel, Heads, PromptLookup, plain, speculate  # noqa: F401
@@ -107,3 +108,39 @@ def head_agreement(target, heads, prompt, n: int) -> list[float]:
         rows = range(start, len(seq) - offset)
         out.append(float(sum(int(guesses[t, k]) == int(seq[t + offset]) for t in rows) / len(rows)))
     return out
+
+
+def own_work(target, draft, prompt, n: int, K: int | None, temperature: float = 0.0, seed: int = 0) -> float:
+    """Seconds of the engine's own work besides its models' passes: per round of `speculate` with
+    the draft model (K drafts), or per plain decoding step (K = None). The loop runs once on the
+    real models and is then replayed on their recorded outputs (`specdec.timing.loop_overhead`:
+    the same calls on the same path, answered at once), so what is timed is sampling, the
+    acceptance test, rollback, the read back to the host and Python, never a pass or a speedup."""
+    from specdec.timing import loop_overhead
+
+    device = target.device
+    if K is None:
+        run = lambda t, d: plain(t, prompt, n, temperature, torch.Generator(device=device).manual_seed(seed))  # noqa: E731
+        per = n
+    else:
+        run = lambda t, d: speculate(t, DraftModel(d), prompt, n, K, temperature,  # noqa: E731
+                                     torch.Generator(device=device).manual_seed(seed))
+        with torch.no_grad():
+            per = run(target, draft)[1]["rounds"]
+    got = loop_overhead(run, target, draft, repeats=3, device=device)
+    assert got["replayed"], "the engine's loop did not replay its recorded path"
+    return got["seconds"] / per
+
+
+def round_overhead(target, draft, prompt, Ks, n: int = 64, temperature: float = 0.0, context: int = 120) -> np.ndarray:
+    """o for each K of Ks, in plain decoding steps: what a round of `speculate` spends on its own
+    work beyond what a plain step spends on its own (`own_work`), over the time of a cached
+    one-position target pass after `context` tokens; 0 for K = 0 (the engine's K = 0 round is a
+    plain step)."""
+    from specdec.timing import step_times
+
+    unit = min(step_times(target, positions=(1,), context=context, repeats=9)[("target", 1)])
+    plain_work = own_work(target, draft, prompt, n, None, temperature)
+    return np.array([0.0 if K == 0 else max(0.0, own_work(target, draft, prompt, n, int(K), temperature) - plain_work) / unit
+                     for K in Ks])
+
