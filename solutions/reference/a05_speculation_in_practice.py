@@ -13,7 +13,7 @@ from specdec.heads import load_heads
 from specdec.model import decode, encode, load
 from specdec.practice import (
     DraftModel, Heads, PromptLookup, cached_verify_costs, compare, draft_cost, head_agreement, pass_ratios,
-    pass_times, speculate, vllm_counters,
+    pass_times, round_overhead, speculate, vllm_counters,
 )
 
 
