@@ -10,7 +10,8 @@ target pass time) and the verification cost of K+1 positions relative to one (bo
 speedup (plain formula, with the measured verification cost, and with the per-round overhead o
 as well) and the measured speedup.
 Both loops are the course's engine (`specdec.engine`): `plain` and `speculate` with a draft
-model; K = 0 runs the speculative loop without drafts, so its row shows the loop's own overhead.
+model; K = 0 runs the speculative loop without drafts, which the engine does as a plain step, so
+its row shows what the loop adds around plain decoding (about nothing since issue 30).
 
 The per-round overhead is measured without the speedup it predicts: each loop is replayed on
 its models' recorded outputs (`specdec.practice.own_work`: the same calls on the same path,

@@ -65,10 +65,9 @@ def accept(p_logits: torch.Tensor, drafts: torch.Tensor, q_draft: torch.Tensor |
     accepted when u_i < p_i(d_i) / q_i(d_i); the first failure is the rejection, and the token
     after the accepted prefix is drawn from norm(max(p - q, 0)) there, or from p_{k+1} (the
     bonus token) when every draft was accepted: one draw from the row that applies, chosen on
-    the device. With no drafts it is `pick`, plain decoding's own sampling."""
+    the device. (With no drafts this is one plain step: n = 0 and a draw from p_1; `speculate`
+    runs such a round with plain decoding's own code.)"""
     k = drafts.shape[0]
-    if k == 0:
-        return torch.stack([drafts.new_zeros(()), pick(p_logits[0], temperature, generator)])
     if temperature == 0:
         best = p_logits.argmax(-1)
         miss = torch.cat([drafts != best[:k], best.new_ones(1, dtype=torch.bool)])

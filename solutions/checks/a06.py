@@ -1054,7 +1054,6 @@ def _bb_costs(kind, n, rng):
     else:
         knee = int(rng.integers(3, 9))
         costs = np.maximum(1.0, 1.0 + float(rng.uniform(0.2, 0.6)) * (k - knee))
-    costs[0] = np.nan
     return [round(float(x), 6) if i else float("nan") for i, x in enumerate(costs)]
 
 
