@@ -5,21 +5,25 @@ For K = 0..8 and temperatures 0 and 1, on four prompts, 160 new tokens each (the
 two side-by-side runs per prompt, median over prompts):
 measured alpha (accepted / tested drafts, where a tested draft is an accepted one or the first
 rejection of a round: drafts after it are never tested), tokens per round, c (draft pass time /
-target pass time) and the verification cost of K+1 positions relative to one (both as
-`specdec.timing.step_costs` defines them: cached passes, the loop's own), the predicted
-speedup (plain formula, with the measured verification cost, and with the per-round overhead o
-as well) and the measured speedup.
+target pass time) and the verification cost of K+1 positions relative to one, timed alone (as
+`specdec.timing.step_costs` defines them: cached passes) and timed inside the loops, the per-round
+overhead o, the predicted speedup (plain formula; with the verification cost timed alone; with the
+loop's own terms and o) and the measured speedup.
 Both loops are the course's engine (`specdec.engine`): `plain` and `speculate` with a draft
 model; K = 0 runs the speculative loop without drafts, which the engine does as a plain step, so
 its row shows what the loop adds around plain decoding (about nothing since issue 30).
 
-The per-round overhead is measured without the speedup it predicts: each loop is replayed on
-its models' recorded outputs (`specdec.practice.own_work`: the same calls on the same path,
-answered at once), so what is left is its own work, sampling, the acceptance test, rollback,
-the read back to the host and Python: b per round of speculation and s per plain step, in
-one-position target passes. A plain step costs 1 + s passes and a round K c + verify(K+1) + b,
-so the prediction with the overhead is E[tokens] (1 + s) / (K c + verify + b), and the
-per-round overhead in plain steps is o = (K c + verify + b) / (1 + s) - (K c + verify).
+The round-cost model's terms are measured without the speedup they predict: right after each
+timed pair, both loops run again with every model call timed (`specdec.practice.loop_costs`), and
+no whole run's time is used; each term is the median over prompts and repeats. In units of a plain step's target pass (its mean in the plain loop):
+s, a plain step's own work (sampling, Python); c, the draft's time per draft pass; verify, the
+verification pass; b, a round's own work (sampling, the acceptance test, rollback, the read back to
+the host, Python). A plain step costs 1 + s and a round K c + verify + b, so the prediction is
+E[tokens] (1 + s) / (K c + verify + b) for a round, and o, the round's overhead in plain steps, is
+(K c + verify + b) / (1 + s) - (K c + verify). What is measured is whole runs, so the prediction
+quoted against it is a run's: each run's prefill (the prompt's pass; in the speculative run the
+draft's too) plus n plain steps, against the prefill plus n / E[tokens] rounds. Printing c and verify both ways shows how much more
+a pass costs inside the loop than timed alone.
 
 Timing on a shared machine is the weak point, so the run also reports
 - each figure's spread: the same estimate made on each repeat separately (speedup) or on each
@@ -121,27 +125,18 @@ def pass_costs(target, draft, max_new, repeats=25, calls=4, context=130):
     return out
 
 
-def own_work(target, draft, cfg, T, K) -> float:
-    """`specdec.practice.own_work` (the loop replayed on its models' recorded outputs, no passes):
-    seconds per round of speculation with K drafts, or per plain step (K = None), median over the
-    prompts."""
-    return statistics.median(practice.own_work(target, draft, encode(prompt), cfg["n_new"], K, T, seed=100 + i)
-                             for i, prompt in enumerate(cfg["prompts"]))
-
-
 def measure(target, draft, device, cfg):
     """One row per (T, K), with the estimates the busy-machine rule needs, and the step-cost probes."""
     rows, probes = [], []
     costs = pass_costs(target, draft, max(cfg["ks"]) + 1, repeats=cfg["cost_repeats"])
     c, c_halves = costs["c"][0], costs["c"][1:]
-    unit = costs["unit"]
     for T in TEMPS:
-        s_plain = own_work(target, draft, cfg, T, None) / unit  # a plain step's own work, in passes
         for K in cfg["ks"]:
             probes.append(one_step_ms(target))
             t_plain = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
             t_spec = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
             acc = tested = emitted = rounds = 0
+            terms = []
             for i, prompt in enumerate(cfg["prompts"]):
                 # Plain and speculative back to back, `repeats` times: interference from other
                 # processes only ever adds time, and both runs see the same machine state, so
@@ -152,6 +147,10 @@ def measure(target, draft, device, cfg):
                     gen = torch.Generator(device=device).manual_seed(100 + i)
                     t_spec[r][i], (tokens, st) = timed(
                         lambda: speculate(target, DraftModel(draft), encode(prompt), cfg["n_new"], K, T, gen), device)
+                    # the model's terms, from both loops run again with every call timed (no whole run's
+                    # time), right after the timed pair so that both see the same state of the machine
+                    terms.append(practice.loop_costs(target, draft, encode(prompt), cfg["n_new"], K, T, seed=100 + i,
+                                                     repeats=1))
                 acc += st["accepted"]
                 tested += st["accepted"] + st["rejected"]
                 emitted += len(tokens)
@@ -162,15 +161,16 @@ def measure(target, draft, device, cfg):
             alpha = acc / tested if tested else float("nan")
             E = expected_tokens(alpha, K) if K else 1.0
             verify = costs[K + 1][0]
-            measured = statistics.median(fastest)
-            b = own_work(target, draft, cfg, T, K) / unit if K else s_plain  # K = 0 is a plain step
-            # in one-position passes: a plain step costs 1 + s, a round K c + verify + b
+            loop = {key: statistics.median(t[key] for t in terms) for key in terms[0]}  # each term's median
+            round_cost = K * loop["c"] + loop["verify"] + loop["b"] if K else 1 + loop["s"]
+            n = cfg["n_new"]  # a whole run: its prefill, then n plain steps (the last one samples, no pass) or n / E rounds
+            run_plain = loop["prefill_plain"] + (n - 1) + n * loop["s"]
+            run_spec = loop["prefill_spec"] + n / E * round_cost
             rows.append(dict(T=T, K=K, alpha=alpha, tokens_per_round=emitted / rounds, c=c, c_halves=c_halves,
-                             verify=verify, verify_halves=costs[K + 1][1:], s=s_plain, b=b,
-                             o=(K * c + verify + b) / (1 + s_plain) - (K * c + verify),
+                             verify=verify, verify_halves=costs[K + 1][1:], loop=loop,
                              pred=E / (1 + K * c), pred_v=E / (K * c + verify),
-                             pred_o=E * (1 + s_plain) / (K * c + verify + b),
-                             measured=measured, by_repeat=by_repeat))
+                             pred_o=E * (1 + loop["s"]) / round_cost, pred_run=run_plain / run_spec,
+                             measured=statistics.median(fastest), by_repeat=by_repeat))
     probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
         row["busy"] = busy_reasons(row["by_repeat"], row["c_halves"], row["verify_halves"], before, after)
@@ -185,20 +185,23 @@ def report(rows, probes, device, cfg, load_before) -> list[str]:
              f"{cfg['n_new']} new tokens, {len(cfg['prompts'])} prompts, {cfg['repeats']} repeats per prompt "
              f"(fastest kept, median over prompts); (n%) = spread of the same estimate over repeats "
              f"(speedup: each repeat; c and verify: each half of {cfg['cost_repeats']} repeats), (max - min) / median",
-             "own work (the loop replayed on its models' recorded outputs, no passes), in one-position passes: "
-             "b a round's, s a plain step's; o = what a round costs beyond its passes, in plain steps: "
-             "(K c + verify + b) / (1 + s) - (K c + verify); predicted with o = tokens/round x (1 + s) / "
-             "(K c + verify + b)",
-             "", "| T | K | alpha | tokens/round | c | verify(K+1)/1 | own work b / s | o | predicted "
-             "| predicted (measured verify) | predicted (verify and o) | measured | measured / predicted with o "
-             "| measured per repeat | busy |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "timed alone (the course's definition, `specdec.timing.step_costs`): c and verify(K+1); timed inside the "
+             "loops (`specdec.practice.loop_costs`, separate runs with every model call timed): c (draft time per "
+             "draft pass), verify, the own work b of a round and s of a plain step, in plain steps' target passes; "
+             "o = (K c + verify + b) / (1 + s) - (K c + verify), a round's overhead in plain steps; predicted "
+             "with o, a round = tokens/round x (1 + s) / (K c + verify + b); a run = the same with each run's "
+             "prefill added (the prompt's pass, and the draft's in the speculative run) and n / (tokens/round) rounds",
+             "", "| T | K | alpha | tokens/round | c alone | verify(K+1) alone | c / verify in the loop "
+             "| own work b / s | o | predicted | predicted (verify alone) | predicted with o: a round | a run "
+             "| measured | measured / predicted (a run) | measured per repeat | busy |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['T']:g} | {r['K']} | {r['alpha']:.3f} | {r['tokens_per_round']:.2f} | "
                      f"{r['c']:.3f} ({spread(r['c_halves']):.0%}) | {r['verify']:.2f} ({spread(r['verify_halves']):.0%}) | "
-                     f"{r['b']:.3f} / {r['s']:.3f} | {r['o']:.3f} | "
-                     f"{r['pred']:.2f}x | {r['pred_v']:.2f}x | {r['pred_o']:.2f}x | {r['measured']:.2f}x | "
-                     f"{r['measured'] / r['pred_o']:.2f} | "
+                     f"{r['loop']['c']:.3f} / {r['loop']['verify']:.2f} | "
+                     f"{r['loop']['b']:.3f} / {r['loop']['s']:.3f} | {r['loop']['o']:.3f} | "
+                     f"{r['pred']:.2f}x | {r['pred_v']:.2f}x | {r['pred_o']:.2f}x | {r['pred_run']:.2f}x | "
+                     f"{r['measured']:.2f}x | {r['measured'] / r['pred_run']:.2f} | "
                      f"{min(r['by_repeat']):.2f}..{max(r['by_repeat']):.2f}x ({spread(r['by_repeat']):.0%}) | "
                      f"{'; '.join(r['busy'])} |")
     drift = run_drift(probes)
@@ -257,8 +260,8 @@ def main(argv=None):
 
 
 def summary(rows) -> str:
-    """The last line: best speedups, and measured / predicted (with verify and o, and without o) over the
-    unmarked rows with K > 0: band and median."""
+    """The last line: best speedups, o, and measured / predicted over the unmarked rows with K > 0 (band and
+    median): with the loop's own terms and o (a run), and with c and verify timed alone, without o."""
     quiet = [r for r in rows if r["K"] > 0 and not r["busy"]]
     best = {T: max((r for r in rows if r["T"] == T), key=lambda r: r["measured"]) for T in TEMPS}
     k0 = [r for r in rows if r["K"] == 0]
@@ -267,10 +270,12 @@ def summary(rows) -> str:
             + "/".join(f"{r['measured']:.2f}x" for r in k0) + " of plain; ")
     if not quiet:
         return line + "every row with K > 0 is marked busy"
-    with_o = [r["measured"] / r["pred_o"] for r in quiet]
+    with_o = [r["measured"] / r["pred_run"] for r in quiet]
     without = [r["measured"] / r["pred_v"] for r in quiet]
-    return line + (f"o {min(r['o'] for r in quiet):.3f}..{max(r['o'] for r in quiet):.3f}; measured/predicted with o in "
-                   f"[{min(with_o):.2f}, {max(with_o):.2f}], median {statistics.median(with_o):.3f} (without o "
+    return line + (f"o {min(r['loop']['o'] for r in quiet):.3f}..{max(r['loop']['o'] for r in quiet):.3f}; "
+                   f"measured/predicted with o (a run) in "
+                   f"[{min(with_o):.2f}, {max(with_o):.2f}], median {statistics.median(with_o):.3f} (with c and verify timed alone, "
+                   f"without o: "
                    f"[{min(without):.2f}, {max(without):.2f}], median {statistics.median(without):.3f}) over the "
                    f"{len(quiet)} unmarked rows with K > 0")
 
@@ -293,7 +298,8 @@ def plot(rows, device, tag):
             ax.plot([r["K"] for r in marked], [r["measured"] for r in marked], "x", color="tab:red", ms=10,
                     label="fails the busy-machine rule")
         ax.plot(Ks, [r["pred"] for r in rs], "--", label="formula, verify = 1 pass")
-        ax.plot(Ks, [r["pred_v"] for r in rs], ":", label="formula, measured verify cost")
+        ax.plot(Ks, [r["pred_v"] for r in rs], ":", label="formula, verify cost timed alone")
+        ax.plot(Ks, [r["pred_run"] for r in rs], "-.", label="with the loop's own costs and o (a run)")
         ax.set_xlabel("draft length K")
         ax.set_title(f"T = {T:g}, {device.type}, c = draft/target time")
         ax.legend(fontsize=8)

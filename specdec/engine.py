@@ -265,8 +265,9 @@ def plain(target, prompt, n: int, temperature: float = 0.0, generator=None) -> t
     cache = target.new_cache()
     logits = target.extend(_ids([int(t) for t in prompt], target.device), cache)[0, -1]
     out = []
-    for _ in range(n):
+    for i in range(n):
         token = pick(logits, temperature, generator).view(1, 1)
         out.append(token)
-        logits = target.extend(token, cache)[0, -1]
+        if i < n - 1:  # the last token needs no pass after it
+            logits = target.extend(token, cache)[0, -1]
     return torch.cat(out).view(-1).cpu() if out else torch.zeros(0, dtype=torch.long)

@@ -3,7 +3,9 @@
 - `compare`: speculative decoding with each proposer and schedule against plain decoding of the
   same target, end to end, side by side: alpha, tokens per round, mean K, speedup, counters;
 - `vllm_counters`: a run's totals under vLLM's counter names;
-- `head_agreement`: how often each self-drafting head guesses right offline.
+- `head_agreement`: how often each self-drafting head guesses right offline;
+- `loop_costs` and `round_overhead`: the round-cost model's terms (c, verify, the per-round
+  overhead o) timed inside the engine's loops (`make bench` and section 7).
 The engine's proposers and loops are re-exported so that the notebook imports from one place;
 `pass_costs`, `cached_verify_costs` and `draft_cost` are the notebook's names for
 `specdec.timing.step_costs`, the one definition of c and verify(k); `pass_times` gives the
@@ -110,37 +112,53 @@ def head_agreement(target, heads, prompt, n: int) -> list[float]:
     return out
 
 
-def own_work(target, draft, prompt, n: int, K: int | None, temperature: float = 0.0, seed: int = 0) -> float:
-    """Seconds of the engine's own work besides its models' passes: per round of `speculate` with
-    the draft model (K drafts), or per plain decoding step (K = None). The loop runs once on the
-    real models and is then replayed on their recorded outputs (`specdec.timing.loop_overhead`:
-    the same calls on the same path, answered at once), so what is timed is sampling, the
-    acceptance test, rollback, the read back to the host and Python, never a pass or a speedup."""
-    from specdec.timing import loop_overhead
+def loop_costs(target, draft, prompt, n: int, K: int, temperature: float = 0.0, seed: int = 0,
+               repeats: int = 2) -> dict:
+    """The round-cost model's terms for `speculate` with the draft model, measured inside the loops
+    they describe (`specdec.timing.loop_work`: plain decoding and the speculative loop, each run
+    with every model call timed; the fastest of `repeats` runs each, same seed): all in units of
+    `unit`, the seconds of a plain step's target pass (the mean over the plain run, prefill left out):
+    - s: a plain step's own work (sampling, Python), so a plain step costs 1 + s;
+    - c: the draft's time per draft pass (after a round that accepted every draft the first pass
+      also feeds the last draft, so this is a little above a one-token pass), the draft's prefill
+      left out;
+    - verify: the verification pass; b: a round's own work (sampling, the acceptance test, rollback,
+      the read back to the host, Python), so a round costs K c + verify + b;
+    - o = (K c + verify + b) / (1 + s) - (K c + verify): the round's overhead in plain steps;
+    - prefill_plain, prefill_spec: what each run pays once, before its steps or rounds: the target's
+      pass over the prompt, and in the speculative run the draft's too (its first call, which also
+      drafts, less one draft pass).
+    Also "rounds". K = 0: the engine's round is a plain step (c nan, verify 1, b = s, o = 0).
+    None of it uses the time of a whole run, so none of it is fitted to the speedup."""
+    from specdec.timing import loop_work
 
     device = target.device
-    if K is None:
-        run = lambda t, d: plain(t, prompt, n, temperature, torch.Generator(device=device).manual_seed(seed))  # noqa: E731
-        per = n
-    else:
-        run = lambda t, d: speculate(t, DraftModel(d), prompt, n, K, temperature,  # noqa: E731
-                                     torch.Generator(device=device).manual_seed(seed))
-        with torch.no_grad():
-            per = run(target, draft)[1]["rounds"]
-    got = loop_overhead(run, target, draft, repeats=3, device=device)
-    assert got["replayed"], "the engine's loop did not replay its recorded path"
-    return got["seconds"] / per
+    gen = lambda: torch.Generator(device=device).manual_seed(seed)  # noqa: E731
+    base = loop_work(lambda t, d: plain(t, prompt, n, temperature, gen()), target, draft, repeats, device)
+    steps = base["target"][1:]  # the first call is the prompt's prefill
+    unit = statistics.fmean(sec for _, sec in steps)
+    s = base["own"] / n / unit
+    prefill_plain = base["target"][0][1] / unit
+    if K == 0:
+        return dict(unit=unit, s=s, c=float("nan"), verify=1.0, b=s, o=0.0, rounds=n,
+                    prefill_plain=prefill_plain, prefill_spec=prefill_plain)
+    stats = {}
+
+    def run(t, d):
+        out, stats["st"] = speculate(t, DraftModel(d), prompt, n, K, temperature, gen())
+        return out
+
+    spec = loop_work(run, target, draft, repeats, device)
+    rounds = stats["st"]["rounds"]
+    c = sum(sec for _, sec in spec["draft"][1:]) / (K * rounds - 1) / unit  # the first call is the draft's prefill
+    verify = statistics.fmean(sec for _, sec in spec["target"][1:]) / unit
+    b = spec["own"] / rounds / unit
+    prefill_spec = (spec["target"][0][1] + spec["draft"][0][1]) / unit - c
+    return dict(unit=unit, s=s, c=c, verify=verify, b=b, o=(K * c + verify + b) / (1 + s) - (K * c + verify),
+                rounds=rounds, prefill_plain=prefill_plain, prefill_spec=prefill_spec)
 
 
-def round_overhead(target, draft, prompt, Ks, n: int = 64, temperature: float = 0.0, context: int = 120) -> np.ndarray:
-    """o for each K of Ks, in plain decoding steps: what a round of `speculate` spends on its own
-    work beyond what a plain step spends on its own (`own_work`), over the time of a cached
-    one-position target pass after `context` tokens; 0 for K = 0 (the engine's K = 0 round is a
-    plain step)."""
-    from specdec.timing import step_times
-
-    unit = min(step_times(target, positions=(1,), context=context, repeats=9)[("target", 1)])
-    plain_work = own_work(target, draft, prompt, n, None, temperature)
-    return np.array([0.0 if K == 0 else max(0.0, own_work(target, draft, prompt, n, int(K), temperature) - plain_work) / unit
-                     for K in Ks])
-
+def round_overhead(target, draft, prompt, Ks, n: int = 64, temperature: float = 0.0, seed: int = 0) -> np.ndarray:
+    """o for each K of Ks, in plain decoding steps (`loop_costs`: the round's own work, timed inside
+    the loop, beyond a plain step's own work); 0 for K = 0 (the engine's K = 0 round is a plain step)."""
+    return np.array([loop_costs(target, draft, prompt, n, int(K), temperature, seed)["o"] for K in Ks])

@@ -11,8 +11,8 @@ step is):
     verify(k) = time of one target step scoring k positions / one scoring 1 position
 so a round of K drafts costs K c + verify(K+1) plain decoding steps, plus the per-round overhead o:
 the loop's own work beyond its passes (sampling, the acceptance test, rollbacks, host reads, Python).
-`loop_overhead` times that work on the loop itself, replaying recorded model outputs instead of
-running the models, and `explain_speedup` turns a measured speedup and the predictions without and
+`loop_work` times that work on the loop itself, as it runs, with every model call timed apart, and
+`explain_speedup` turns a measured speedup and the predictions without and
 with o into sentences that name the cause (notebook 04).
 
 What it leaves out: pinning threads or CPU frequency, and any statistics beyond the minimum
@@ -141,18 +141,19 @@ def step_costs(target, draft=None, positions=range(1, 10), context: int = 120, b
 #
 # A round of speculative decoding costs K draft passes, one verification pass and the loop's own
 # work around them (sampling, the acceptance test, rollbacks, reading results back to the host,
-# Python): o. The passes are timed alone (`step_times`); o is timed here, on the loop itself, by
-# running it again with every model call answered from a recording of what the real models
-# returned in a first run. With the same seeded generator the loop then takes exactly the same
-# path, so the replay's time is the loop's work without the models' passes: it never uses the
-# loop's measured speedup.
+# Python): o. `loop_work` times that work on the loop itself, as it runs: every model call is
+# timed, and what is left of the loop's time is its own work. It never uses the loop's speedup.
+# (Until 2026-12-05 the course replayed the loop on recorded logits, with no passes. On the course's
+# 2-core VM that replay timed a round's own work at about a third of what the same work costs between
+# real passes, timed inside the loop: the replay runs warm, the loop does not.)
 
 
-class _Recorder:
-    """A model that forwards every call (`model(ids)`, `extend`) to `model` and keeps its outputs."""
+class _Timer:
+    """A model that forwards every call (`model(ids)`, `extend`) to `model` and times each one (the
+    GPU synchronised before and after it): `calls`, a list of (positions fed, seconds)."""
 
-    def __init__(self, model):
-        self.model, self.outputs = model, []
+    def __init__(self, model, device=None):
+        self.model, self.sync_device, self.calls = model, device, []
 
     def parameters(self, recurse: bool = True):
         return self.model.parameters()
@@ -170,97 +171,40 @@ class _Recorder:
     def new_cache(self):
         return self.model.new_cache()
 
-    def extend(self, ids, cache, *args, **kwargs):
-        out = self.model.extend(ids, cache, *args, **kwargs)
-        self.outputs.append(out)
+    def __getattr__(self, name):  # anything else a loop reads of its model (a method of its own, say)
+        return getattr(self.model, name)
+
+    def _time(self, fn, ids, *args, **kwargs):
+        seconds, out = timed(lambda: fn(ids, *args, **kwargs), self.sync_device)
+        self.calls.append((ids.shape[1], seconds))
         return out
 
-    def __call__(self, ids, *args, **kwargs):
-        out = self.model(ids, *args, **kwargs)
-        self.outputs.append(out)
-        return out
-
-
-class _ReplayCache:
-    """A cache that only counts: `length`, `rollback(length)`."""
-
-    def __init__(self):
-        self.length = 0
-
-    def rollback(self, length: int) -> None:
-        assert 0 <= length <= self.length, (length, self.length)
-        self.length = length
-
-
-class _Replay:
-    """A model whose i-th call returns (a copy of) the i-th output of a recorded run, at once.
-    A call whose ids do not match the recorded output's positions counts as a mismatch."""
-
-    def __init__(self, recorder: _Recorder):
-        self._outputs, self._params = recorder.outputs, list(recorder.parameters())[:1]
-        self.config, self.calls, self.mismatches = recorder.config, 0, 0
-
-    def parameters(self, recurse: bool = True):
-        return iter(self._params)
-
-    @property
-    def device(self):
-        return self._params[0].device
-
-    def new_cache(self):
-        return _ReplayCache()
-
-    def _next(self, ids):
-        import torch
-
-        i, self.calls = self.calls, self.calls + 1
-        if i < len(self._outputs) and self._outputs[i].shape[:-1] == tuple(ids.shape):
-            return self._outputs[i].clone()  # a copy: a loop that edits its logits in place edits no recording
-        self.mismatches += 1
-        vocab = self._outputs[0].shape[-1] if self._outputs else 256
-        return torch.zeros(*ids.shape, vocab, device=self.device)
-
-    def extend(self, ids, cache, *args, **kwargs):
-        cache.length += ids.shape[1]
-        return self._next(ids)
+    def extend(self, ids, *args, **kwargs):
+        return self._time(self.model.extend, ids, *args, **kwargs)
 
     def __call__(self, ids, *args, **kwargs):
-        return self._next(ids)
+        return self._time(self.model, ids, *args, **kwargs)
 
 
-def loop_overhead(run: Callable, target, draft, repeats: int = 3, device=None) -> dict:
-    """The time of a decoding loop without its models' passes.
-
-    `run(target, draft)` must run the loop once with a freshly seeded generator (so that two calls
-    take the same path) and return its output. The loop runs once on recorders of the real models,
-    then `repeats` times on replays that return the recorded outputs instantly. Returns
-    {"seconds": the fastest replay, "calls": model calls per replay, "replayed": whether every replay
-    took the recorded path (the same calls with the same shapes and the same output); False, with
-    seconds nan, when the loop raised on the replays)}.
-    What it leaves out: the models' own Python and kernel launches (they are part of a pass, timed by
-    `step_times`), and overlap between the loop's work and a GPU pass still running."""
+def loop_work(run: Callable, target, draft, repeats: int = 2, device=None) -> dict:
+    """A decoding loop taken apart, timed inside the loop: `run(target, draft)` runs the loop once
+    on the models it is given; it runs `repeats` times on models that time each of their calls, and
+    the fastest repeat is kept. Returns {"seconds": its time, "own": its time outside the models'
+    calls (sampling, the acceptance test, rollbacks, host reads, Python), "target" and "draft": the
+    (positions fed, seconds) of each call, in order}.
+    On a GPU every call is synchronised before and after, so the loop's work cannot overlap a pass
+    still running: there "own" is what the loop's work costs without that overlap."""
     import torch
 
-    rec_t, rec_d = _Recorder(target), _Recorder(draft)
-    with torch.no_grad():
-        want = run(rec_t, rec_d)
-    replays, outputs = [], []
-
-    def replay():
-        t, d = _Replay(rec_t), _Replay(rec_d)
+    best = None
+    for _ in range(capped_repeats(repeats)):
+        t, d = _Timer(target, device), _Timer(draft, device)
         with torch.no_grad():
-            outputs.append(run(t, d))
-        replays.append((t, d))
-
-    try:
-        seconds = min(interleaved({"replay": replay}, repeats, device)["replay"])
-    except Exception:  # noqa: BLE001 - a loop that cannot run on the stand-ins: o is not measured
-        return {"seconds": float("nan"), "calls": len(rec_t.outputs) + len(rec_d.outputs), "replayed": False}
-    same = all(t.mismatches == d.mismatches == 0 and t.calls == len(rec_t.outputs) and d.calls == len(rec_d.outputs)
-               for t, d in replays)
-    first = lambda out: out[0] if isinstance(out, tuple) else out  # noqa: E731 - (tokens, stats) or tokens
-    same = same and all(torch.equal(torch.as_tensor(first(o)).cpu(), torch.as_tensor(first(want)).cpu()) for o in outputs)
-    return {"seconds": seconds, "calls": len(rec_t.outputs) + len(rec_d.outputs), "replayed": bool(same)}
+            total = timed(lambda: run(t, d), device)[0]
+        if best is None or total < best["seconds"]:
+            inside = sum(s for _, s in t.calls) + sum(s for _, s in d.calls)
+            best = {"seconds": total, "own": total - inside, "target": t.calls, "draft": d.calls}
+    return best
 
 
 def explain_speedup(measured: float, passes: float, with_overhead: float | None = None,

@@ -64,3 +64,42 @@ def test_cached_verify_costs_are_ratios_to_one_position(models, monkeypatch):
     seconds = _made_up_clock(monkeypatch)
     costs = cached_verify_costs(models[0], positions=(1, 5), context=60, repeats=2)
     assert costs == pytest.approx({k: seconds(1, k) / seconds(1, 1) for k in (1, 5)}, rel=1e-12)
+
+
+def test_loop_costs_recover_the_round_cost_model_on_a_made_up_clock(models, monkeypatch):
+    """loop_costs takes the loops apart: with passes that cost a known time per position, a sampling
+    step and an acceptance test that cost a known time each, and nothing else moving the clock,
+    every term comes back exactly (in units of a one-position target pass)."""
+    from tests.test_timing import _Clock, _Costly
+    import specdec.engine as engine
+
+    clock = _Clock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    pick, accept = engine.pick, engine.accept
+
+    def slow_pick(*args, **kwargs):  # a plain step's own work: 0.02 of a pass
+        clock.now += 0.02
+        return pick(*args, **kwargs)
+
+    def slow_accept(*args, **kwargs):  # a round's own work: 0.05 of a pass
+        clock.now += 0.05
+        return accept(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "pick", slow_pick)
+    monkeypatch.setattr(engine, "accept", slow_accept)
+    target, draft, _ = models
+    # the target's pass: 1 + 0.1 per extra position (verification is not free); the draft's: 0.1 a position
+    t, d = _Costly(target, clock, lambda k: 0.9 + 0.1 * k), _Costly(draft, clock, lambda k: 0.1 * k)
+    K, n = 2, 24
+    got = practice.loop_costs(t, d, encode(PROMPTS[0]), n, K)
+    st = speculate(target, practice.DraftModel(draft), encode(PROMPTS[0]), n, K)[1]
+    assert got["unit"] == pytest.approx(1.0) and got["s"] == pytest.approx(0.02)
+    assert got["verify"] == pytest.approx(1.0 + 0.1 * K) and got["b"] == pytest.approx(0.05)
+    assert got["rounds"] == st["rounds"]
+    # a draft pass is 0.1, or 0.2 when it also feeds the last draft of a round that accepted them all
+    full = st["rounds"] - st["rejected"]
+    passes = K * st["rounds"] - 1
+    assert 0.1 * (1 + (full - 1) / passes) - 1e-9 <= got["c"] <= 0.1 * (1 + full / passes) + 1e-9
+    assert got["o"] == pytest.approx((K * got["c"] + got["verify"] + 0.05) / 1.02 - (K * got["c"] + got["verify"]))
+    zero = practice.loop_costs(t, d, encode(PROMPTS[0]), n, 0)
+    assert zero["o"] == 0.0 and zero["b"] == pytest.approx(0.02)

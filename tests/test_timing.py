@@ -68,11 +68,21 @@ def _toy_loop(target, draft, n=12, global_rng=False):
     return torch.tensor(seq[1:])
 
 
-class _Counting:
-    """A cached toy model that counts the calls that reach it."""
+class _Clock:
+    """A made-up clock for `specdec.timing`: it moves only when told to, so every time is exact."""
 
-    def __init__(self, model):
-        self.model, self.calls = model, 0
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class _Costly:
+    """A model whose call feeding k positions takes seconds(k) on the made-up clock."""
+
+    def __init__(self, model, clock, seconds):
+        self.model, self.clock, self.seconds = model, clock, seconds
         self.config, self.device = model.config, model.device
 
     def parameters(self):
@@ -81,29 +91,44 @@ class _Counting:
     def new_cache(self):
         return self.model.new_cache()
 
-    def extend(self, ids, cache):
-        self.calls += 1
-        return self.model.extend(ids, cache)
+    def extend(self, ids, cache, *args, **kwargs):
+        self.clock.now += self.seconds(ids.shape[1])
+        return self.model.extend(ids, cache, *args, **kwargs)
 
 
-def test_loop_overhead_replays_the_recorded_run_without_calling_the_models():
+@pytest.fixture
+def clock(monkeypatch):
+    made_up = _Clock()
+    monkeypatch.setattr(timing.time, "perf_counter", made_up)
+    return made_up
+
+
+def test_loop_work_times_each_call_apart_and_keeps_the_rest(clock):
     from specdec.toy import toy_pair
 
-    target, draft = (_Counting(m) for m in toy_pair("cpu", cache=True))
-    out = timing.loop_overhead(_toy_loop, target, draft, repeats=3)
-    assert out["replayed"] and out["seconds"] >= 0 and out["calls"] == 24
-    assert target.calls == draft.calls == 12  # the recording run only: the replays never reach the models
+    target, draft = (_Costly(m, clock, lambda k, cost=cost: cost * k)
+                     for m, cost in zip(toy_pair("cpu", cache=True), (1.0, 0.25)))
+    runs = []
+
+    def loop(t, d):  # 0.5 s of its own work a token, and 10 s more on its first run (a busy moment)
+        runs.append(1)
+        out = _toy_loop(t, d, n=4)
+        clock.now += 4 * 0.5 + (10.0 if len(runs) == 1 else 0.0)
+        return out
+
+    out = timing.loop_work(loop, target, draft, repeats=2)
+    assert len(runs) == 2  # the fastest repeat is kept
+    assert out["seconds"] == pytest.approx(4 * (1.0 + 0.25 + 0.5)) and out["own"] == pytest.approx(2.0)
+    assert out["target"] == [(1, 1.0)] * 4 and out["draft"] == [(1, 0.25)] * 4
 
 
-def test_loop_overhead_says_when_a_loop_does_not_repeat_itself():
+def test_loop_work_forwards_what_a_loop_reads_of_its_models(clock):
     from specdec.toy import toy_pair
 
     target, draft = toy_pair("cpu", cache=True)
-    import torch
-    torch.manual_seed(0)  # a loop on the global generator takes another path on the replay
-    outs = [timing.loop_overhead(lambda t, d: _toy_loop(t, d, n=40, global_rng=True), target, draft, repeats=2)
-            for _ in range(3)]
-    assert not all(o["replayed"] for o in outs)
+    target.note = "a loop may read an attribute of its own"
+    out = timing.loop_work(lambda t, d: (t.note, _toy_loop(t, d, n=2))[1], target, draft, repeats=1)
+    assert [w for w, _ in out["target"]] == [1, 1]
 
 
 # explain_speedup: every branch, from synthetic numbers (measured, passes-only, with o, o).
@@ -143,17 +168,3 @@ def test_explain_speedup_names_the_cause_in_every_branch(numbers, phrases):
 def test_explain_speedup_says_where_an_unmeasured_overhead_is_measured():
     text = " ".join(timing.explain_speedup(0.9, 1.2, unmeasured="section 4 measures it"))
     assert "(section 4 measures it)" in text
-
-
-def test_loop_overhead_reports_a_loop_that_cannot_run_on_the_replays():
-    import math
-
-    from specdec.toy import toy_pair
-
-    def picky(target, draft):  # insists on the real cache class
-        cache = target.new_cache()
-        assert type(cache).__name__ == "ToyCache"
-        return _toy_loop(target, draft, n=3)
-
-    out = timing.loop_overhead(picky, *toy_pair("cpu", cache=True), repeats=1)
-    assert out["replayed"] is False and math.isnan(out["seconds"])
