@@ -82,17 +82,18 @@ def spread(values) -> float:
 
 
 def busy_reasons(speedups_by_repeat, c_halves, verify_halves, step_before_ms, step_after_ms,
-                 threshold: float = BUSY, pulse: float = PULSE) -> list[str]:
+                 predicted_by_repeat=(), threshold: float = BUSY, pulse: float = PULSE) -> list[str]:
     """The busy-machine rule for one row; [] when its figures can be quoted.
 
     A row fails when the same estimate made twice disagrees by more than `threshold`:
-    the speedup measured in each repeat, c or verify(K+1) measured on each half of their repeats
-    (spread = (max - min) / median); or when the one-position step cost timed just before and
-    just after the row differs by more than `pulse` (change relative to the smaller)."""
+    the speedup measured in each repeat, the speedup predicted from each repeat's timings inside
+    the loops, c or verify(K+1) timed alone on each half of their repeats (spread =
+    (max - min) / median); or when the one-position step cost timed just before and just after the
+    row differs by more than `pulse` (change relative to the smaller)."""
     reasons = []
-    for name, values in (("speedup repeats", speedups_by_repeat), ("c halves", c_halves),
-                         ("verify halves", verify_halves)):
-        if spread(values) > threshold:
+    for name, values in (("speedup repeats", speedups_by_repeat), ("prediction repeats", predicted_by_repeat),
+                         ("c halves", c_halves), ("verify halves", verify_halves)):
+        if values and spread(values) > threshold:
             reasons.append(f"{name} {spread(values):.0%}")
     if abs(step_after_ms - step_before_ms) / min(step_before_ms, step_after_ms) > pulse:
         reasons.append(f"step cost {step_before_ms:.2f}->{step_after_ms:.2f} ms")
@@ -125,6 +126,17 @@ def pass_costs(target, draft, max_new, repeats=25, calls=4, context=130):
     return out
 
 
+def predict_run(terms: list[dict], E: float, K: int, n: int) -> tuple[dict, float, float]:
+    """(the loops' terms, each the median over `terms` (`specdec.practice.loop_costs`), the predicted
+    speedup of a round, that of a whole run): a run is its prefill, then n plain steps (the last
+    one samples without a pass) or n / E rounds."""
+    loop = {key: statistics.median(t[key] for t in terms) for key in terms[0]}
+    round_cost = K * loop["c"] + loop["verify"] + loop["b"] if K else 1 + loop["s"]
+    run_plain = loop["prefill_plain"] + (n - 1) + n * loop["s"]
+    run_spec = loop["prefill_spec"] + n / E * round_cost
+    return loop, E * (1 + loop["s"]) / round_cost, run_plain / run_spec
+
+
 def measure(target, draft, device, cfg):
     """One row per (T, K), with the estimates the busy-machine rule needs, and the step-cost probes."""
     rows, probes = [], []
@@ -136,7 +148,7 @@ def measure(target, draft, device, cfg):
             t_plain = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
             t_spec = [[float("inf")] * len(cfg["prompts"]) for _ in range(cfg["repeats"])]
             acc = tested = emitted = rounds = 0
-            terms = []
+            terms = [[] for _ in range(cfg["repeats"])]
             for i, prompt in enumerate(cfg["prompts"]):
                 # Plain and speculative back to back, `repeats` times: interference from other
                 # processes only ever adds time, and both runs see the same machine state, so
@@ -149,7 +161,7 @@ def measure(target, draft, device, cfg):
                         lambda: speculate(target, DraftModel(draft), encode(prompt), cfg["n_new"], K, T, gen), device)
                     # the model's terms, from both loops run again with every call timed (no whole run's
                     # time), right after the timed pair so that both see the same state of the machine
-                    terms.append(practice.loop_costs(target, draft, encode(prompt), cfg["n_new"], K, T, seed=100 + i,
+                    terms[r].append(practice.loop_costs(target, draft, encode(prompt), cfg["n_new"], K, T, seed=100 + i,
                                                      repeats=1))
                 acc += st["accepted"]
                 tested += st["accepted"] + st["rejected"]
@@ -161,19 +173,17 @@ def measure(target, draft, device, cfg):
             alpha = acc / tested if tested else float("nan")
             E = expected_tokens(alpha, K) if K else 1.0
             verify = costs[K + 1][0]
-            loop = {key: statistics.median(t[key] for t in terms) for key in terms[0]}  # each term's median
-            round_cost = K * loop["c"] + loop["verify"] + loop["b"] if K else 1 + loop["s"]
-            n = cfg["n_new"]  # a whole run: its prefill, then n plain steps (the last one samples, no pass) or n / E rounds
-            run_plain = loop["prefill_plain"] + (n - 1) + n * loop["s"]
-            run_spec = loop["prefill_spec"] + n / E * round_cost
+            loop, pred_o, pred_run = predict_run([t for ts in terms for t in ts], E, K, cfg["n_new"])
             rows.append(dict(T=T, K=K, alpha=alpha, tokens_per_round=emitted / rounds, c=c, c_halves=c_halves,
                              verify=verify, verify_halves=costs[K + 1][1:], loop=loop,
                              pred=E / (1 + K * c), pred_v=E / (K * c + verify),
-                             pred_o=E * (1 + loop["s"]) / round_cost, pred_run=run_plain / run_spec,
+                             pred_o=pred_o, pred_run=pred_run,
+                             pred_by_repeat=[predict_run(ts, E, K, cfg["n_new"])[2] for ts in terms],
                              measured=statistics.median(fastest), by_repeat=by_repeat))
     probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
-        row["busy"] = busy_reasons(row["by_repeat"], row["c_halves"], row["verify_halves"], before, after)
+        row["busy"] = busy_reasons(row["by_repeat"], row["c_halves"], row["verify_halves"], before, after,
+                                   row["pred_by_repeat"])
     return rows, probes
 
 
@@ -209,7 +219,8 @@ def report(rows, probes, device, cfg, load_before) -> list[str]:
                   f"{probes[0]:.2f} ms at the start, {probes[-1]:.2f} ms at the end, {min(probes):.2f}..{max(probes):.2f} ms "
                   f"over {len(probes)} probes: drift {drift:.0%}",
               f"busy-machine rule: a row is marked when the same figure measured twice disagrees by more than "
-              f"{BUSY:.0%} (its speedup across repeats, c or verify(K+1) across halves of their repeats) or the "
+              f"{BUSY:.0%} (its speedup measured or predicted across repeats, c or verify(K+1) timed alone across halves of "
+              f"their repeats) or the "
               f"one-step cost just before vs just after the row differs by more than {PULSE:.0%}; the run is too "
               f"busy when more than {TOO_MANY:.0%} of its rows are marked."]
     lines.append(run_verdict(rows))

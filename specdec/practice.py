@@ -150,7 +150,8 @@ def loop_costs(target, draft, prompt, n: int, K: int, temperature: float = 0.0, 
 
     spec = loop_work(run, target, draft, repeats, device)
     rounds = stats["st"]["rounds"]
-    c = sum(sec for _, sec in spec["draft"][1:]) / (K * rounds - 1) / unit  # the first call is the draft's prefill
+    passes = K * rounds - 1  # the draft's first call is its prefill (with its first draft)
+    c = sum(sec for _, sec in spec["draft"][1:]) / passes / unit if passes else float("nan")
     verify = statistics.fmean(sec for _, sec in spec["target"][1:]) / unit
     b = spec["own"] / rounds / unit
     prefill_spec = (spec["target"][0][1] + spec["draft"][0][1]) / unit - c

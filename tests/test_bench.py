@@ -10,7 +10,7 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 STEADY = dict(speedups_by_repeat=[1.50, 1.55], c_halves=[0.110, 0.112], verify_halves=[1.40, 1.42],
-              step_before_ms=2.00, step_after_ms=2.05)
+              step_before_ms=2.00, step_after_ms=2.05, predicted_by_repeat=[1.48, 1.52])
 
 
 def test_spread_is_range_over_median():
@@ -25,6 +25,7 @@ def test_steady_row_passes():
 
 @pytest.mark.parametrize("field, values, reason", [
     ("speedups_by_repeat", [1.30, 1.60], "speedup repeats"),
+    ("predicted_by_repeat", [1.30, 1.60], "prediction repeats"),
     ("c_halves", [0.10, 0.13], "c halves"),
     ("verify_halves", [1.2, 1.5], "verify halves"),
 ])
@@ -67,3 +68,16 @@ def test_threshold_is_strict_and_adjustable():
 def test_run_drift():
     assert bench.run_drift([2.0, 2.1, 2.0]) == pytest.approx(0.05)
     assert bench.run_drift([2.0, 3.0]) == pytest.approx(0.5)
+
+
+def test_a_run_is_predicted_from_its_prefill_and_its_rounds():
+    """predict_run: each term the median over the timed runs; n plain steps (the last without a pass) against
+    n / E rounds, each run with its prefill."""
+    terms = [dict(c=0.1, verify=1.2, b=0.05, s=0.02, prefill_plain=3.0, prefill_spec=3.5),
+             dict(c=0.3, verify=1.4, b=0.15, s=0.04, prefill_plain=5.0, prefill_spec=5.5),
+             dict(c=0.2, verify=1.3, b=0.10, s=0.03, prefill_plain=4.0, prefill_spec=4.5)]
+    loop, a_round, a_run = bench.predict_run(terms, E=2.5, K=2, n=100)
+    assert loop == dict(c=0.2, verify=1.3, b=0.10, s=0.03, prefill_plain=4.0, prefill_spec=4.5)
+    assert a_round == pytest.approx(2.5 * 1.03 / (0.4 + 1.3 + 0.1))
+    assert a_run == pytest.approx((4.0 + 99 + 100 * 0.03) / (4.5 + 100 / 2.5 * 1.8))
+    assert bench.predict_run(terms, E=1.0, K=0, n=100)[1] == pytest.approx(1.0)  # K = 0 is a plain step
