@@ -18,7 +18,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your changes), start JupyterLab
-	$(BIN)/python -m coursekit.lab workspace --port=$(PORT)
+	@$(BIN)/python -m coursekit.lab workspace --port=$(PORT)
 
 test: $(STAMP) ## set up and run the whole test suite (its modules on up to 4 CPUs at once)
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile --durations=15
@@ -85,7 +85,7 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(call PIP_INSTALL,$(BIN)/python,--upgrade pip)
 	$(call PIP_INSTALL,$(BIN)/python,-r requirements.txt)
-	$(call PIP_INSTALL,$(BIN)/python,--no-deps -e .)
+	$(call PIP_INSTALL,$(BIN)/python,--quiet --no-deps -e .)
 	touch $@
 
 clean: ## remove .venv and caches (keeps workspace/, your answers, and any grading data)

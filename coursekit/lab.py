@@ -12,19 +12,37 @@ JupyterLab's app settings folder:
 - overrides.json turns off the news feed and update checks: the course works offline, and a
   pop-up asking to fetch news is noise in a lesson.
 
+The terminal shows only what a learner needs: where the workspace is, the URL to open (with its
+token, read from the server's own jpserver-<pid>.json in Jupyter's runtime folder once the server
+answers) and how to stop. Everything the server says (its INFO lines, skipped language servers,
+kernel and websocket messages) goes to LOG in the workspace, a hidden file: JupyterLab's file
+browser does not list it, `make check` grades only the assignments' notebooks and workspace/ is
+git-ignored. Ctrl-C stops the server cleanly (kernels shut down, runtime files removed): the
+server runs in its own session, so the terminal's interrupt reaches this process alone, which
+passes it on as SIGTERM, as it does a SIGTERM or SIGHUP of its own.
+
 It is run from the repository root, where Validate finds nbgrader_config.py. The browser tests
-(tests/test_browser.py) start JupyterLab with this same command.
+(tests/test_browser.py) start JupyterLab with this same command; tests/test_lab_quiet.py runs
+this whole module as `make lab` does.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
+import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from coursekit.paths import COURSE, WORKSPACE
 
 SETTINGS = Path(__file__).resolve().parent / "lab"
+LOG = ".jupyter-server.log"  # in the workspace
+SLOW_START_S = 120  # after this long without an answer, say where to look (and keep waiting)
+STOP_GRACE_S = 30  # a clean stop that takes longer than this is cut short
 
 
 def command(workspace: Path, port: int = 8888, token: str | None = None) -> list[str]:
@@ -37,21 +55,114 @@ def command(workspace: Path, port: int = 8888, token: str | None = None) -> list
     return cmd
 
 
+def _shown(path: Path) -> str:
+    """`path` relative to the current folder when it is inside it (workspace/...), else absolute."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _answers(info: dict) -> bool:
+    """Whether the server described by its jpserver-<pid>.json answers an authenticated request."""
+    request = urllib.request.Request(info["url"].rstrip("/") + "/api/status")
+    if info.get("token"):
+        request.add_header("Authorization", f"token {info['token']}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def wait_until_ready(server: subprocess.Popen, log: Path) -> dict | None:
+    """The server's own description (url, port, token, ...) once it answers; None if it exits first."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    info_file = Path(jupyter_runtime_dir()) / f"jpserver-{server.pid}.json"
+    start, warned = time.monotonic(), False
+    while server.poll() is None:
+        try:
+            info = json.loads(info_file.read_text())
+        except (OSError, ValueError):  # not written yet, or being written
+            info = None
+        if info and _answers(info):
+            return info
+        if not warned and time.monotonic() - start > SLOW_START_S:
+            print(f"JupyterLab is taking long to start; what it is doing: {_shown(log)}", flush=True)
+            warned = True
+        time.sleep(0.25)
+    return None
+
+
+def _say(line: str) -> None:
+    """Print, unless the terminal has gone (SIGHUP): stopping the server must not depend on it."""
+    try:
+        print(line, flush=True)
+    except OSError:
+        pass
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Stop the server the way Jupyter stops cleanly (SIGTERM); kill it if that hangs or on a second Ctrl-C."""
+    if server.poll() is None:
+        server.terminate()
+    try:
+        server.wait(STOP_GRACE_S)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        server.kill()
+        server.wait()
+
+
 def main(argv=None) -> None:
-    from coursekit.workspace import sync
+    from coursekit.workspace import MANIFEST, sync
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workspace", nargs="?", type=Path, default=WORKSPACE)
     ap.add_argument("--port", type=int, default=8888)
     args = ap.parse_args(argv)
-    for message in sync(COURSE, args.workspace):
-        print(message)
-    print(f"workspace ready: {args.workspace}")
-    cmd = command(args.workspace, args.port)
+    first_run = not (args.workspace / MANIFEST).exists()
+    messages = sync(COURSE, args.workspace)
+    added = [m for m in messages if m.startswith("added ")]
+    copied = f" ({len(added)} files copied from course/)" if first_run and added else ""
+    for message in messages:  # the files you changed that were kept, updates, a later run's new files
+        if not (first_run and message in added):  # the first copy is one line, not one per file
+            print(message)
+    print(f"workspace: {args.workspace.resolve()}{copied}", flush=True)
+
+    log = args.workspace / LOG
     # the notebooks' kernels: idle OpenMP threads sleep instead of spinning, so a busy laptop slows
     # a measurement less (coursekit.threads; torch keeps its default thread count in a lab)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.execv(cmd[0], cmd)
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # SIGTERM and SIGHUP (terminal closed) stop the server like Ctrl-C does
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.default_int_handler)
+    with open(log, "w") as out:
+        server = subprocess.Popen(command(args.workspace, args.port), stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        info = wait_until_ready(server, log)
+        if info is None:
+            tail = log.read_text(errors="replace").splitlines()[-20:]
+            print(f"JupyterLab stopped before it was ready (exit code {server.returncode}); the end of its log, "
+                  f"{_shown(log)}:", *("  " + line for line in tail), sep="\n", file=sys.stderr)
+            sys.exit(server.returncode if server.returncode > 0 else 1)
+        token = f"?token={info['token']}" if info.get("token") else ""
+        print(f"JupyterLab is running; open {info['url'].rstrip('/')}/lab{token}", flush=True)
+        print(f"Ctrl-C stops it (save your notebooks first). Server log: {_shown(log)}", flush=True)
+        server.wait()  # until Ctrl-C, or File > Shut Down in JupyterLab (exit code 0)
+        if server.returncode != 0:
+            print(f"JupyterLab exited (code {server.returncode}); see {_shown(log)}", file=sys.stderr)
+            sys.exit(server.returncode if server.returncode > 0 else 1)
+        print("JupyterLab stopped.", flush=True)
+    except KeyboardInterrupt:
+        _say("\nstopping JupyterLab...")
+        stop(server)
+        _say("JupyterLab stopped.")
+    finally:
+        stop(server)  # whatever happened above (a closed terminal, an error), no server is left behind
 
 
 if __name__ == "__main__":

@@ -8,8 +8,15 @@ and the explorer picks the best K itself (K = 0, "do not speculate", is plain de
 o = 0 everything is exactly what the learner's functions return. The speedup grid behind the
 heat map is computed once (one vectorised call over a 300 x 300 x 17 grid) and rescaled when o
 moves; each slider move redraws two small plots.
+
+The notebook's cell is `speedup_explorer_from(globals())`: until the learner's `speedup` and
+`optimal_K` exist and no longer raise NotImplementedError, it prints one sentence naming what to
+implement (the learner's own function that raised, such as a `round_cost` that `speedup` calls)
+instead of a NameError or a traceback.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -137,3 +144,46 @@ class SpeedupExplorer(widgets.VBox):
 
 def speedup_explorer(speedup, optimal_K, **kwargs) -> SpeedupExplorer:
     return SpeedupExplorer(speedup, optimal_K, **kwargs)
+
+
+NEEDED = ("speedup", "optimal_K")  # what the explorer calls; anything they call is found by `unfinished`
+
+
+def unfinished(namespace: Mapping) -> list[str]:
+    """The learner's functions to implement before the explorer can run, in the order found: each
+    name of NEEDED that `namespace` (the notebook's globals) lacks, and, for each that raises
+    NotImplementedError on one of the explorer's own calls, the innermost of the learner's
+    functions that raised it (their `speedup` may be waiting for their `round_cost`). Any other
+    error is left for the explorer itself to show: it is a bug to see, not a stub."""
+    probes = {"speedup": (0.8, np.arange(17), 0.1), "optimal_K": (0.8, 0.1, 16)}
+    todo = []
+    for name in NEEDED:
+        fn = namespace.get(name)
+        if not callable(fn):
+            todo.append(name)
+            continue
+        try:
+            fn(*probes[name])
+        except NotImplementedError as err:
+            tb, raised = err.__traceback__, name
+            while tb is not None:  # the learner's frames are those that run in the notebook's globals
+                if tb.tb_frame.f_globals is namespace:
+                    raised = tb.tb_frame.f_code.co_name
+                tb = tb.tb_next
+            todo.append(raised)
+        except Exception:  # noqa: BLE001  (not a stub: the explorer raises it as before)
+            pass
+    return list(dict.fromkeys(todo))
+
+
+def speedup_explorer_from(namespace: Mapping, **kwargs) -> SpeedupExplorer | None:
+    """Notebook 02's explorer cell: the explorer of the learner's `speedup` and `optimal_K` in
+    `namespace` (pass `globals()`), or None after printing what to implement first."""
+    todo = unfinished(namespace)
+    if todo:
+        names = todo[0] if len(todo) == 1 else ", ".join(todo[:-1]) + " and " + todo[-1]
+        cells = "its cell" if len(todo) == 1 else "their cells"
+        print(f"The explorer runs your speedup and optimal_K: implement {names} above and run {cells}, "
+              "then run this cell again.")
+        return None
+    return SpeedupExplorer(namespace["speedup"], namespace["optimal_K"], **kwargs)

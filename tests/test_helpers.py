@@ -4,14 +4,19 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import inspect  # noqa: E402
+
+import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from coursekit.paths import COURSE  # noqa: E402
 
 from solutions.reference import a01_acceptance_chain as ref01  # noqa: E402
 from solutions.reference import a02_cost_and_speedup as ref02  # noqa: E402
 from solutions.reference import a03_rejection_sampling as ref03  # noqa: E402
 from specdec import plots  # noqa: E402
-from specdec.widgets import speedup_explorer  # noqa: E402
+from specdec.widgets import SpeedupExplorer, speedup_explorer, speedup_explorer_from  # noqa: E402
 
 
 def test_explorer_readout_follows_the_sliders():
@@ -30,6 +35,54 @@ def test_explorer_marks_the_optimum_and_shades_the_losing_region():
     ex = speedup_explorer(ref02.speedup, ref02.optimal_K, alpha=0.8, c=0.1, K=4)
     s = ex.summary()
     assert s["best_K"] == 6 and s["S"].shape == (17,) and np.isclose(s["ceiling"], 5.0)
+
+
+def notebook_namespace(*sources) -> dict:
+    """A notebook's globals after running these cells: the functions defined run in it."""
+    namespace = {"np": np}
+    for source in sources:
+        exec(source, namespace)
+    return namespace
+
+
+def released_cell(grade_id) -> str:
+    nb = nbformat.read(COURSE / "02_cost_and_speedup" / "02_cost_and_speedup.ipynb", as_version=4)
+    return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+REFERENCE_CELLS = [inspect.getsource(f) for f in (ref02.round_cost, ref02.speedup, ref02.optimal_K)]
+
+
+@pytest.mark.parametrize("cells, named", [
+    ([], "implement speedup and optimal_K above and run their cells"),  # nothing run yet: no NameError
+    ([released_cell(g) for g in ("round_cost", "speedup", "optimal_K")],  # the untouched release
+     "implement speedup and optimal_K above and run their cells"),
+    ([released_cell("round_cost")] + REFERENCE_CELLS[1:],  # speedup done, the round_cost it calls is not
+     "implement round_cost above and run its cell"),
+    (REFERENCE_CELLS[:2] + [released_cell("optimal_K")], "implement optimal_K above and run its cell"),
+])
+def test_explorer_cell_names_what_to_implement_instead_of_raising(cells, named, capsys):
+    """Notebook 02's explorer cell, `speedup_explorer_from(globals())`, on a notebook whose
+    functions are missing or still raise NotImplementedError: one plain sentence, no explorer."""
+    assert speedup_explorer_from(notebook_namespace(*cells)) is None
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and printed.count(". ") == 0 and printed.endswith(".\n"), printed
+    assert printed.startswith("The explorer runs your speedup and optimal_K: ") and named in printed, printed
+
+
+def test_explorer_cell_draws_the_learners_functions_unchanged(capsys):
+    namespace = notebook_namespace(*REFERENCE_CELLS)
+    ex = speedup_explorer_from(namespace, alpha=0.8, c=0.1, K=4)
+    assert isinstance(ex, SpeedupExplorer) and "implement" not in capsys.readouterr().out
+    assert ex.speedup is namespace["speedup"] and ex.optimal_K is namespace["optimal_K"]
+    assert ex.readout.value == speedup_explorer(ref02.speedup, ref02.optimal_K, alpha=0.8, c=0.1, K=4).readout.value
+
+
+def test_explorer_cell_still_shows_a_learners_bug():
+    """Only a missing function or a stub is explained away; a real error reaches the learner."""
+    namespace = notebook_namespace(*REFERENCE_CELLS, "def speedup(alpha, K, c):\n    return alpha.shape\n")
+    with pytest.raises(AttributeError):
+        speedup_explorer_from(namespace)
 
 
 def test_explorer_has_an_overhead_slider_that_lowers_every_curve(monkeypatch):

@@ -10,7 +10,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 from specdec.plots import best_speedup_heatmap, break_even_frontier, optimal_K_map
-from specdec.widgets import speedup_explorer
+from specdec.widgets import speedup_explorer_from
 
 
 def round_cost(K, c):
