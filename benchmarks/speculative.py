@@ -26,12 +26,13 @@ draft's too) plus n plain steps, against the prefill plus n / E[tokens] rounds. 
 a pass costs inside the loop than timed alone.
 
 Timing on a shared machine is the weak point, so the run also reports
-- each figure's spread: the same estimate made on each repeat separately (speedup) or on each
-  half of the repeats (c, verification cost), as (max - min) / median;
+- each figure's spread: the same estimate made on each repeat separately (the speedup measured
+  and predicted) or on each half of the repeats (c and the verification cost timed alone), as
+  (max - min) / median;
 - the drift of the machine: the cost of one plain decoding step, timed before every row and at
   the end (fastest of several, in ms);
 and marks every row that fails the busy-machine rule (`busy_reasons`, threshold BUSY): do not
-quote those. It does not pin threads or CPU frequency; it prints what torch used.
+quote those. The costs timed alone are judged once for the run (`alone_note`). It does not pin threads or CPU frequency; it prints what torch used.
 
     python benchmarks/speculative.py [DEVICE] [--quick]   # --quick: a smoke run, well under a minute when quiet
 
@@ -81,23 +82,31 @@ def spread(values) -> float:
     return (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else 0.0
 
 
-def busy_reasons(speedups_by_repeat, c_halves, verify_halves, step_before_ms, step_after_ms,
-                 predicted_by_repeat=(), threshold: float = BUSY, pulse: float = PULSE) -> list[str]:
+def busy_reasons(speedups_by_repeat, predicted_by_repeat, step_before_ms, step_after_ms,
+                 threshold: float = BUSY, pulse: float = PULSE) -> list[str]:
     """The busy-machine rule for one row; [] when its figures can be quoted.
 
-    A row fails when the same estimate made twice disagrees by more than `threshold`:
-    the speedup measured in each repeat, the speedup predicted from each repeat's timings inside
-    the loops, c or verify(K+1) timed alone on each half of their repeats (spread =
-    (max - min) / median); or when the one-position step cost timed just before and just after the
-    row differs by more than `pulse` (change relative to the smaller)."""
+    A row fails when the same estimate made twice disagrees by more than `threshold`: the speedup
+    measured in each repeat, or the speedup predicted from each repeat's timings inside the loops
+    (spread = (max - min) / median); or when the one-position step cost timed just before and just
+    after the row differs by more than `pulse` (change relative to the smaller). c and verify timed
+    alone are measured once for the whole run and predict nothing here: `alone_note` judges them."""
     reasons = []
-    for name, values in (("speedup repeats", speedups_by_repeat), ("prediction repeats", predicted_by_repeat),
-                         ("c halves", c_halves), ("verify halves", verify_halves)):
-        if values and spread(values) > threshold:
+    for name, values in (("speedup repeats", speedups_by_repeat), ("prediction repeats", predicted_by_repeat)):
+        if spread(values) > threshold:
             reasons.append(f"{name} {spread(values):.0%}")
     if abs(step_after_ms - step_before_ms) / min(step_before_ms, step_after_ms) > pulse:
         reasons.append(f"step cost {step_before_ms:.2f}->{step_after_ms:.2f} ms")
     return reasons
+
+
+def alone_note(costs: dict, threshold: float = BUSY) -> str:
+    """One line on c and verify(k) timed alone (`pass_costs`: each a list [all, first half, second half]):
+    how far the halves of their repeats disagree, and whether the columns "alone" can be quoted."""
+    worst = max(spread(values[1:]) for key, values in costs.items() if key != "unit")
+    verdict = "quote them" if worst <= threshold else "do not quote the columns timed alone"
+    return (f"c and verify timed alone (once, before the rows): their halves disagree by up to {worst:.0%} "
+            f"(threshold {threshold:.0%}): {verdict}.")
 
 
 def run_drift(step_ms) -> float:
@@ -182,12 +191,11 @@ def measure(target, draft, device, cfg):
                              measured=statistics.median(fastest), by_repeat=by_repeat))
     probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
-        row["busy"] = busy_reasons(row["by_repeat"], row["c_halves"], row["verify_halves"], before, after,
-                                   row["pred_by_repeat"])
-    return rows, probes
+        row["busy"] = busy_reasons(row["by_repeat"], row["pred_by_repeat"], before, after)
+    return rows, probes, costs
 
 
-def report(rows, probes, device, cfg, load_before) -> list[str]:
+def report(rows, probes, costs, device, cfg, load_before) -> list[str]:
     cpu = torch.cuda.get_device_name() if device.type == "cuda" else cpu_name()
     lines = [f"device: {device} ({cpu}); torch {torch.__version__}, {torch.get_num_threads()} torch threads "
              f"on {len(os.sched_getaffinity(0))} usable cores; load average before the run {load_before:.2f}, "
@@ -219,10 +227,9 @@ def report(rows, probes, device, cfg, load_before) -> list[str]:
                   f"{probes[0]:.2f} ms at the start, {probes[-1]:.2f} ms at the end, {min(probes):.2f}..{max(probes):.2f} ms "
                   f"over {len(probes)} probes: drift {drift:.0%}",
               f"busy-machine rule: a row is marked when the same figure measured twice disagrees by more than "
-              f"{BUSY:.0%} (its speedup measured or predicted across repeats, c or verify(K+1) timed alone across halves of "
-              f"their repeats) or the "
-              f"one-step cost just before vs just after the row differs by more than {PULSE:.0%}; the run is too "
-              f"busy when more than {TOO_MANY:.0%} of its rows are marked."]
+              f"{BUSY:.0%} (its speedup measured, or predicted, in each repeat) or the one-step cost just before vs "
+              f"just after the row differs by more than {PULSE:.0%}; the run is too busy when more than "
+              f"{TOO_MANY:.0%} of its rows are marked.", alone_note(costs)]
     lines.append(run_verdict(rows))
     return lines
 
@@ -262,8 +269,8 @@ def main(argv=None):
     target, draft = load("target", device), load("draft", device)
     for _ in range(2):  # warm up kernels and allocators
         speculate(target, DraftModel(draft), encode(PROMPTS[0]), 32, 4, 1.0)
-    rows, probes = measure(target, draft, device, cfg)
-    text = "\n".join(report(rows, probes, device, cfg, load_before))
+    rows, probes, costs = measure(target, draft, device, cfg)
+    text = "\n".join(report(rows, probes, costs, device, cfg, load_before))
     print(text)
     (OUT / f"results-{tag}.md").write_text(text + "\n")
     plot(rows, device, tag)

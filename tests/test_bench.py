@@ -9,8 +9,7 @@ _spec = importlib.util.spec_from_file_location("bench_speculative", REPO / "benc
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-STEADY = dict(speedups_by_repeat=[1.50, 1.55], c_halves=[0.110, 0.112], verify_halves=[1.40, 1.42],
-              step_before_ms=2.00, step_after_ms=2.05, predicted_by_repeat=[1.48, 1.52])
+STEADY = dict(speedups_by_repeat=[1.50, 1.55], predicted_by_repeat=[1.48, 1.52], step_before_ms=2.00, step_after_ms=2.05)
 
 
 def test_spread_is_range_over_median():
@@ -26,8 +25,6 @@ def test_steady_row_passes():
 @pytest.mark.parametrize("field, values, reason", [
     ("speedups_by_repeat", [1.30, 1.60], "speedup repeats"),
     ("predicted_by_repeat", [1.30, 1.60], "prediction repeats"),
-    ("c_halves", [0.10, 0.13], "c halves"),
-    ("verify_halves", [1.2, 1.5], "verify halves"),
 ])
 def test_estimates_that_disagree_by_more_than_the_threshold_mark_the_row(field, values, reason):
     reasons = bench.busy_reasons(**{**STEADY, field: values})
@@ -46,8 +43,16 @@ def test_step_cost_has_its_own_wider_threshold():
     assert bench.busy_reasons(**{**STEADY, "step_before_ms": 2.0, "step_after_ms": 2.4}, pulse=0.1)
 
 
+def test_the_costs_timed_alone_are_judged_once_for_the_run():
+    """c and verify timed alone no longer predict the speedup: their halves do not mark every row, one line says
+    whether their columns can be quoted."""
+    steady = {"c": [0.12, 0.118, 0.121], 2: [1.10, 1.09, 1.11], "unit": 0.002}
+    assert bench.alone_note(steady).endswith("up to 3% (threshold 10%): quote them.")
+    assert "do not quote" in bench.alone_note({**steady, 5: [1.5, 1.3, 1.6]})
+
+
 def _rows(marked, total):
-    return [dict(T=0.0, K=k, busy=["c halves 12%"] if k < marked else []) for k in range(total)]
+    return [dict(T=0.0, K=k, busy=["speedup repeats 12%"] if k < marked else []) for k in range(total)]
 
 
 @pytest.mark.parametrize("marked, verdict", [(0, "quiet: every row"), (4, "quiet enough: 4 of 18"),
