@@ -145,7 +145,8 @@ def step_costs(target, draft=None, positions=range(1, 10), context: int = 120, b
 # timed, and what is left of the loop's time is its own work. It never uses the loop's speedup.
 # (Until 2026-12-05 the course replayed the loop on recorded logits, with no passes. On the course's
 # 2-core VM that replay timed a round's own work at about a third of what the same work costs between
-# real passes, timed inside the loop: the replay runs warm, the loop does not.)
+# real passes, timed inside the loop; a replay leaves out whatever the passes do to the work
+# around them, and the course did not find out which effect of theirs that is.)
 
 
 class _Timer:
