@@ -83,18 +83,25 @@ def spread(values) -> float:
 
 
 def busy_reasons(speedups_by_repeat, predicted_by_repeat, step_before_ms, step_after_ms,
-                 threshold: float = BUSY, pulse: float = PULSE) -> list[str]:
+                 threshold: float = BUSY, pulse: float = PULSE, measured: float | None = None) -> list[str]:
     """The busy-machine rule for one row; [] when its figures can be quoted.
 
     A row fails when the same estimate made twice disagrees by more than `threshold`: the speedup
     measured in each repeat, or the speedup predicted from each repeat's timings inside the loops
     (spread = (max - min) / median); or when the one-position step cost timed just before and just
-    after the row differs by more than `pulse` (change relative to the smaller). c and verify timed
+    after the row differs by more than `pulse` (change relative to the smaller); or when the speedup
+    quoted (`measured`: each run's fastest repeat, plain against speculative) differs by more than
+    `threshold` from the speedup of one of the repeats: the plain and the speculative run were then
+    slowed in different repeats, which each repeat's own ratio cannot show. c and verify timed
     alone are measured once for the whole run and predict nothing here: `alone_note` judges them."""
     reasons = []
     for name, values in (("speedup repeats", speedups_by_repeat), ("prediction repeats", predicted_by_repeat)):
         if spread(values) > threshold:
             reasons.append(f"{name} {spread(values):.0%}")
+    if measured is not None:
+        gap = max(abs(measured - b) / min(measured, b) for b in speedups_by_repeat)
+        if gap > threshold:
+            reasons.append(f"fastest of each vs a repeat {gap:.0%}")
     if abs(step_after_ms - step_before_ms) / min(step_before_ms, step_after_ms) > pulse:
         reasons.append(f"step cost {step_before_ms:.2f}->{step_after_ms:.2f} ms")
     return reasons
@@ -191,7 +198,7 @@ def measure(target, draft, device, cfg):
                              measured=statistics.median(fastest), by_repeat=by_repeat))
     probes.append(one_step_ms(target))
     for row, before, after in zip(rows, probes, probes[1:]):
-        row["busy"] = busy_reasons(row["by_repeat"], row["pred_by_repeat"], before, after)
+        row["busy"] = busy_reasons(row["by_repeat"], row["pred_by_repeat"], before, after, measured=row["measured"])
     return rows, probes, costs
 
 
@@ -227,7 +234,8 @@ def report(rows, probes, costs, device, cfg, load_before) -> list[str]:
                   f"{probes[0]:.2f} ms at the start, {probes[-1]:.2f} ms at the end, {min(probes):.2f}..{max(probes):.2f} ms "
                   f"over {len(probes)} probes: drift {drift:.0%}",
               f"busy-machine rule: a row is marked when the same figure measured twice disagrees by more than "
-              f"{BUSY:.0%} (its speedup measured, or predicted, in each repeat) or the one-step cost just before vs "
+              f"{BUSY:.0%} (its speedup measured, or predicted, in each repeat; or the speedup quoted, from each run's "
+              f"fastest repeat, against one repeat's) or the one-step cost just before vs "
               f"just after the row differs by more than {PULSE:.0%}; the run is too busy when more than "
               f"{TOO_MANY:.0%} of its rows are marked.", alone_note(costs)]
     lines.append(run_verdict(rows))

@@ -31,6 +31,15 @@ def test_estimates_that_disagree_by_more_than_the_threshold_mark_the_row(field, 
     assert len(reasons) == 1 and reasons[0].startswith(reason)
 
 
+def test_a_quoted_speedup_outside_its_own_repeats_marks_the_row():
+    """Each repeat's ratio can agree (1.34x and 1.35x) while the fastest plain run of one repeat over the fastest
+    speculative run of the other gives 1.57x: the pair was slowed in different repeats (seen on 2026-12-05)."""
+    steady = {**STEADY, "speedups_by_repeat": [1.34, 1.35]}
+    assert bench.busy_reasons(**steady, measured=1.40) == []
+    reasons = bench.busy_reasons(**steady, measured=1.57)
+    assert len(reasons) == 1 and reasons[0].startswith("fastest of each vs a repeat 17%")
+
+
 @pytest.mark.parametrize("before, after", [(2.0, 2.6), (2.6, 2.0)])
 def test_step_cost_that_moves_during_the_row_marks_it_either_way(before, after):
     reasons = bench.busy_reasons(**{**STEADY, "step_before_ms": before, "step_after_ms": after})
