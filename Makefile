@@ -26,8 +26,8 @@ test: $(STAMP) ## set up and run the whole test suite (its modules on up to 4 CP
 test-fast: $(STAMP) ## the inner loop, under 2 minutes: checkers, helpers, model, sync, leaks, one small nbgrader run
 	$(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses 4 --dist loadfile
 
-check: $(STAMP) ## grade your workspace with the hidden tests: points per exercise and hints
-	@$(BIN)/python -m coursekit.check workspace
+check: $(STAMP) ## grade your workspace with the hidden tests, notebook by notebook: points per exercise and hints (NB=01 or NB="01 02": only those)
+	@$(BIN)/python -m coursekit.check workspace $(NB)
 
 grade: $(STAMP) ## instructors: autograde every submission under submitted/, feedback, grades.csv, report (JOBS=N, SCHEDULER=tcp://HOST:8786, ARGS=...)
 	$(BIN)/python -m coursekit.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(ARGS)

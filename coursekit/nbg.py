@@ -332,11 +332,12 @@ class ScratchCourse:
         return [read(self.root, assignment, s, nb) for s in students for nb in notebooks(self.root, assignment)]
 
 
-def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path) -> Path:
+def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path, only=None) -> Path:
     """The release notebook with the source's solution cells pasted in (markers removed), the way a
-    learner who wrote the reference answers would hand it in."""
+    learner who wrote the reference answers would hand it in; `only`: just these exercises (grade_ids)."""
     src = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(source_nb, as_version=4).cells
-           if c.metadata.get("nbgrader", {}).get("solution")}
+           if c.metadata.get("nbgrader", {}).get("solution")
+           and (only is None or c.metadata["nbgrader"]["grade_id"] in only)}
     nb = nbformat.read(release_nb, as_version=4)
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")

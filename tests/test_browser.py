@@ -12,6 +12,8 @@ Each step leaves a screenshot in build/screenshots/ (the test artifacts; the pat
   07-validate-blank.png    Validate on the untouched notebook 01: which cells fail, and why
   08-blank-run-all.png     Run All on the untouched notebook 01: where it stops, and the message
   09-scan-page.png         the course-wide "scan before the interview" page, rendered
+  10-validate-one-done.png Validate on notebook 01 once accepted_pmf is done: only the others' cells fail
+  11-pass-line.png         the visible tests of accepted_pmf run: the line that says they passed
 
 Where no browser is found the tests are skipped with one line that says how to enable them, so
 `make test` passes on a newcomer's machine. CI (`.ci/run`) installs Chromium and sets
@@ -182,6 +184,9 @@ def test_run_all_renders_plots_and_the_explorer_responds(lab, page, shots):
     run_all(page)
     shot(page, shots, "02-ran-all.png")
     assert errors(page) == []
+    outputs = "\n".join(page.locator(".jp-OutputArea-output").evaluate_all("els => els.map(e => e.textContent)"))
+    for exercise in ("round_cost", "speedup", "loses", "break_even_alpha", "optimal_K"):
+        assert f"\u2713 {exercise}: visible tests passed" in outputs, exercise
     images = page.locator(".jp-RenderedImage img")
     assert images.count() >= 3  # the break-even frontier, the K map + heat map, the explorer's plot
     widths = images.evaluate_all("imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
@@ -289,3 +294,46 @@ def test_scan_page_opens_rendered(lab, page, shots):
     assert len(titles) == len([p for p in COURSE.iterdir() if p.is_dir()]), titles
     assert page.locator(".jp-RenderedMarkdown li").count() > 20
     shot(page, shots, "09-scan-page.png")
+
+
+def tab(page, name):
+    return page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
+
+
+@pytest.mark.parametrize("assignment", [A01, "03_rejection_sampling"])
+def test_an_untouched_notebook_opens_and_closes_clean(lab, page, assignment):
+    """Opening a released notebook and closing it without a change asks nothing and writes nothing: the
+    kernel's language_info, which JupyterLab writes into the notebook when the kernel starts, is not a change."""
+    path = lab["workspace"] / assignment / f"{assignment}.ipynb"
+    before = path.read_bytes()
+    open_notebook(page, lab, assignment)
+    page.wait_for_timeout(1500)  # the kernel's info arrives after idle; give a dirty flag time to show
+    name = f"{assignment}.ipynb"
+    assert tab(page, name).count() == 1
+    assert "jp-mod-dirty" not in (tab(page, name).get_attribute("class") or "")
+    menu(page, "File", "Close Tab")
+    tab(page, name).wait_for(state="detached", timeout=10_000)  # closed without a "Save your work" dialog
+    assert page.locator(".jp-Dialog").count() == 0
+    assert path.read_bytes() == before
+
+
+def test_a_finished_exercise_says_so_and_drops_out_of_validate(lab, page, shots):
+    """After the first exercise: its visible tests print one line naming it, and Validate lists only the cells
+    of the exercises not done yet (nbgrader's Validate reports failures, never passes)."""
+    nb = lab["workspace"] / A01 / f"{A01}.ipynb"
+    with_reference_answers(COURSE / A01 / f"{A01}.ipynb", SOURCE / A01 / f"{A01}.ipynb", nb, only={"accepted_pmf"})
+    open_notebook(page, lab, A01)
+    dialog = validate(page)
+    text = dialog.inner_text()
+    shot(page, shots, "10-validate-one-done.png")
+    assert "Success" not in text and "expected_tokens" in text, text
+    assert "accepted_pmf" not in text, text
+    dialog.locator("button", has_text="OK").first.click()
+
+    menu(page, "Run", "Run All Cells")
+    line = page.locator(".jp-OutputArea-output", has_text="\u2713 accepted_pmf: visible tests passed")
+    line.wait_for(timeout=120_000)
+    wait_idle(page)
+    line.scroll_into_view_if_needed()
+    shot(page, shots, "11-pass-line.png")
+    assert line.count() == 1

@@ -53,6 +53,31 @@ def test_known_mistakes_fail_with_their_hint(nb, key, answer, phrase):
         assert "\n" not in m and len(m) < 400
 
 
+def _hints_shown(nb, key, answer):
+    """What `make check` shows for `answer` under its exercise: each distinct hint of the hidden tests
+    of the whole exercise (every cell, not only the one the catalogue's key names), in cell order."""
+    a = COURSE[nb]
+    hints = []
+    for check in a.checkers(a.exercise_of(key)):
+        try:
+            check(answer)
+        except CheckFailure as failure:
+            hints.append(str(failure))
+    return list(dict.fromkeys(hints))
+
+
+@pytest.mark.parametrize("nb, key, answer, phrase", [
+    (nb, key, fn, phrase) for nb, a in COURSE.items() for key, items in a.answers().WRONG.items() for fn, phrase in items
+], ids=_name)
+def test_a_named_mistake_is_shown_alone(nb, key, answer, phrase):
+    """Issue 32: when a named mistake fires, the other hidden tests of the exercise that fail because of it
+    say the same sentence (shown once) instead of a consequence of it ("guard alpha == 1 exactly" next to
+    "exponent K instead of K+1" sent the learner after a guard they never wrote)."""
+    hints = _hints_shown(nb, key, answer)
+    assert any(phrase in h for h in hints), hints
+    assert len(hints) == 1, hints
+
+
 def _visible_namespace(nb):
     """What a visible test cell sees in the notebook: numpy, math, torch, every exercise (the
     reference's), and for 04 the shipped pair and the notebook's helpers."""
@@ -78,7 +103,10 @@ def test_differently_written_correct_answers_pass_the_visible_tests(nb, exercise
     cells = [c for c in COURSE[nb].visible if c.exercise == exercise]
     assert cells, exercise
     for cell in cells:
+        capsys.readouterr()
         exec(compile(cell.source, cell.grade_id, "exec"), {**_visible_namespace(nb), exercise: answer})
+        # a passing visible-test cell says so, naming its exercise (issue 32: no more silent credit)
+        assert capsys.readouterr().out.splitlines()[-1] == f"\u2713 {exercise}: visible tests passed"
 
 
 def _recording(answer):

@@ -3,7 +3,7 @@
 import pytest
 
 from coursekit import workspace
-from coursekit.check import grade_workspace, report
+from coursekit.check import check, grade_workspace, not_started, report, resolve
 from coursekit.paths import COURSE, SOURCE
 from tests.notebooks import with_reference_answers
 
@@ -60,14 +60,55 @@ def test_check_untouched_workspace_scores_zero_with_hints(tmp_path):
     assert "not implemented yet" in text
 
 
+def test_check_takes_notebooks_by_number_or_name():
+    known = ["01_acceptance_chain", "02_cost_and_speedup", "10_later"]
+    assert resolve(["01", "2", "10_later", "01_acceptance_chain"], known) == ["01_acceptance_chain", "02_cost_and_speedup", "10_later"]
+    with pytest.raises(ValueError, match="give its number, one of 01, 02, 10"):
+        resolve(["7"], known)
+
+
+def test_untouched_notebooks_are_one_line_each_and_not_graded(tmp_path):
+    """Nothing to grade in a notebook whose answer cells are as released: `make check` says so at once."""
+    ws = tmp_path / "ws"
+    workspace.sync(COURSE, ws)
+    assert not_started(ws, A01) == 3
+    lines = []
+    assert check(ws, [A01, "02_cost_and_speedup"], out=lines.append) == (0.0, 0.0)
+    assert lines == ["01_acceptance_chain: not started: 3 exercises", "02_cost_and_speedup: not started: 5 exercises",
+                     "TOTAL 0/0 over 0 notebooks graded; not started: 01, 02"]
+
+
+def test_a_changed_answer_cell_starts_a_notebook_and_a_run_alone_does_not(tmp_path):
+    import nbformat
+
+    ws = tmp_path / "ws"
+    workspace.sync(COURSE, ws)
+    path = ws / A01 / f"{A01}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:  # outputs and execution counts are not answers
+        if cell.cell_type == "code":
+            cell.execution_count = 1
+            cell.outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+    nbformat.write(nb, path)
+    assert not_started(ws, A01) == 3
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "expected_tokens").source += "\n# mine"
+    nbformat.write(nb, path)
+    assert not_started(ws, A01) is None
+    path.unlink()
+    assert not_started(ws, A01) is None  # grading says what is missing
+
+
 @pytest.mark.slow  # grades a notebook in a kernel, as `make check` does
 def test_check_workspace_with_reference_answers_scores_full(tmp_path):
     ws = tmp_path / "ws"
     workspace.sync(COURSE, ws)
     nb = ws / A01 / f"{A01}.ipynb"
     with_reference_answers(nb, SOURCE / A01 / f"{A01}.ipynb", nb)
-    text = report(grade_workspace(ws, [A01]))
-    assert "TOTAL 12/12" in text, text
+    lines = []
+    check(ws, [A01, "02_cost_and_speedup"], out=lines.append)
+    assert lines[0] == "01_acceptance_chain: grading ..."
+    assert lines[-2] == "02_cost_and_speedup: not started: 5 exercises"
+    assert lines[-1] == "TOTAL 12/12 over 1 notebook graded; not started: 02", lines
 
 
 @pytest.mark.slow  # grades a notebook in a kernel, as `make check` does

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail, require_ndarray, require_scalar,
+    SEED, CheckFailure, as_float_array, call, close, counts_match_pmf, diagnose, fail, require_ndarray, require_scalar,
     unchanged,
 )
 from solutions.reference import a01_acceptance_chain as ref
@@ -76,15 +76,34 @@ EXPECTED_MISTAKES = [
 ]
 
 
-def check_expected_tokens(expected_tokens) -> None:
-    """Values on a grid of alpha in [0, 1) and K in 1..12 (scalar inputs)."""
-    __tracebackhide__ = True
+def _grid_values(expected_tokens):
     grid = [(alpha, K) for K in KS for alpha in ALPHAS]
     got = []
     for alpha, K in grid:
         label = f"expected_tokens({alpha:g}, {K})"
         got.append(require_scalar(call(expected_tokens, alpha, K), label))
-    want = [ref.expected_tokens(alpha, K) for alpha, K in grid]
+    return grid, got, [ref.expected_tokens(alpha, K) for alpha, K in grid]
+
+
+def _named_mistake(expected_tokens) -> str | None:
+    """The hint of check_expected_tokens when the function makes one of its named mistakes on the grid,
+    else None. The edge checks say this instead of their own hint: the edges of a wrong formula are
+    wrong too, and "guard alpha == 1 exactly" next to "exponent K" sends the learner after a guard they
+    never wrote."""
+    try:
+        grid, got, want = _grid_values(expected_tokens)
+    except CheckFailure:
+        return None
+    if close(got, want, rtol=1e-7, atol=1e-10):
+        return None
+    hint = diagnose(got, EXPECTED_MISTAKES, grid)
+    return f"expected_tokens: {hint}" if hint else None
+
+
+def check_expected_tokens(expected_tokens) -> None:
+    """Values on a grid of alpha in [0, 1) and K in 1..12 (scalar inputs)."""
+    __tracebackhide__ = True
+    grid, got, want = _grid_values(expected_tokens)
     if close(got, want, rtol=1e-7, atol=1e-10):
         return
     hint = diagnose(got, EXPECTED_MISTAKES, grid)
@@ -116,7 +135,19 @@ HINT_TOLERANCE_GUARD = ("returns exactly K+1 just below alpha = 1: a tolerance g
 
 
 def check_expected_tokens_edges(expected_tokens) -> None:
-    """alpha = 0 and alpha = 1 exactly, continuity just below 1, and array inputs."""
+    """alpha = 0 and alpha = 1 exactly, continuity just below 1, and array inputs. A function that makes
+    a named mistake of check_expected_tokens fails here with that same hint (shown once)."""
+    __tracebackhide__ = True
+    try:
+        _edges(expected_tokens)
+    except CheckFailure:
+        named = _named_mistake(expected_tokens)
+        if named:
+            fail(named)
+        raise
+
+
+def _edges(expected_tokens) -> None:
     __tracebackhide__ = True
     for K in (1, 3, 8):
         at_zero = require_scalar(call(expected_tokens, 0.0, K), f"expected_tokens(0.0, {K})")
