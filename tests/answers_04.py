@@ -592,7 +592,7 @@ WRONG = {
         (spec_bonus_from_q, "bonus token follows the DRAFT"),
         (spec_bonus_untempered, "bonus token is drawn without the temperature"),
         (spec_bonus_row_before, "bonus token"),
-        (spec_one_draft_short, "counters do not match"),
+        (spec_one_draft_short, "a round proposes K drafts"),
         (spec_rows_off_by_one, "predicts token t+1"),
         (spec_only_p_tempered, "argmax"),
         (spec_capped_proposed_K, "stats['proposed']"),

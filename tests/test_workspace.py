@@ -15,10 +15,39 @@ def make_course(root, text):
 
 
 def test_first_sync_copies_everything(tmp_path):
+    """Every file, notebooks with the kernel's language_info (what JupyterLab would write into them) and
+    nothing else changed."""
+    import nbformat
+
     ws = tmp_path / "ws"
     workspace.sync(COURSE, ws)
+    info = workspace.kernel_language_info()
+    assert set(info) >= {"name", "version", "codemirror_mode", "pygments_lexer"}
+    for src in COURSE.rglob("*"):
+        if src.is_file() and src.suffix != ".ipynb":
+            assert (ws / src.relative_to(COURSE)).read_bytes() == src.read_bytes()
     for src in COURSE.rglob("*.ipynb"):
-        assert (ws / src.relative_to(COURSE)).read_bytes() == src.read_bytes()
+        mine = nbformat.read(ws / src.relative_to(COURSE), as_version=4)
+        theirs = nbformat.read(src, as_version=4)
+        assert mine.metadata.pop("language_info") == info
+        theirs.metadata.pop("language_info")
+        assert mine == theirs
+
+
+def test_a_new_python_updates_untouched_notebooks_silently(tmp_path):
+    """Another kernel version (a rebuilt environment) rewrites the language_info of notebooks the learner never
+    touched, without a word, and leaves a changed notebook alone: the course did not change."""
+    import nbformat
+
+    ws = tmp_path / "ws"
+    old, new = {"name": "python", "version": "3.11.2"}, {"name": "python", "version": "3.11.9"}
+    workspace.sync(COURSE, ws, language_info=old)
+    mine = ws / "02_cost_and_speedup" / "02_cost_and_speedup.ipynb"
+    mine.write_text(mine.read_text().replace("raise NotImplementedError()", "return 1.0", 1))
+    assert workspace.sync(COURSE, ws, language_info=new) == []
+    assert nbformat.read(ws / "01_acceptance_chain" / "01_acceptance_chain.ipynb", 4).metadata.language_info == new
+    assert nbformat.read(mine, 4).metadata.language_info == old
+    assert not list(ws.rglob("*.course-update.ipynb"))
 
 
 def test_unchanged_file_is_updated_changed_file_is_kept(tmp_path):

@@ -13,6 +13,7 @@ Rules every checker follows:
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Callable, Iterable
 
@@ -24,12 +25,55 @@ SEED = 20_261_129
 
 
 class CheckFailure(AssertionError):
-    """A failed check; its message is the hint shown to the learner."""
+    """A failed check; its message is the hint shown to the learner. `generic`: the check's last resort
+    (what is wrong, not which mistake it is)."""
+
+    def __init__(self, message: str = "", generic: bool = False):
+        super().__init__(message)
+        self.generic = generic
 
 
-def fail(message: str) -> None:
+def fail(message: str, generic: bool = False) -> None:
     __tracebackhide__ = True  # IPython hides this frame: the learner sees the hint, not our code
-    raise CheckFailure(message) from None
+    raise CheckFailure(message, generic) from None
+
+
+def one_sentence(*checks: Callable) -> tuple[Callable, ...]:
+    """The hidden tests of one exercise, in cell order, made to agree: a check that fails says the first
+    hint in cell order that names a mistake (not `generic`), or where none does the first hint, so that
+    one mistake shows one sentence in the feedback (shown once) instead of its consequences next to it.
+    A failing check runs the checks before it and, only when its own hint is generic, those after it,
+    until the first named hint; a check that passes costs nothing more."""
+    def agreeing(check):
+        @functools.wraps(check)
+        def wrapped(fn) -> None:
+            __tracebackhide__ = True
+            try:
+                check(fn)
+            except CheckFailure as own:
+                fail(*_first_named(checks, check, own, fn))
+        return wrapped
+
+    return tuple(agreeing(check) for check in checks)
+
+
+def _first_named(checks, current, own: CheckFailure, fn) -> tuple[str, bool]:
+    first = None
+    for check in checks:
+        if check is current:
+            failure = own
+        else:
+            try:
+                check(fn)
+                continue
+            except CheckFailure as other:
+                failure = other
+            except Exception:  # a sibling that cannot even run says nothing about this cell
+                continue
+        if not failure.generic:
+            return str(failure), False
+        first = first or failure
+    return str(first), True
 
 
 def call(fn: Callable, *args, name: str | None = None, on_error: dict | None = None, **kwargs):
@@ -174,7 +218,7 @@ def broadcasts_like_numpy(got: np.ndarray, want: np.ndarray, name: str, inputs: 
         fail(f"{name} must broadcast its arguments like numpy: shapes {inputs} give {want.shape}, not {got.shape}.")
     if not close(got, want, rtol=1e-7, atol=1e-10):
         fail(f"{name} with array inputs disagrees with its scalar values (check {hint} inside arrays: "
-             "use np.where, not if-statements).")
+             "use np.where, not if-statements).", generic=True)
 
 
 def diagnose(got_values: Iterable, mistakes: Iterable[Mistake], inputs: Iterable, rtol=1e-6) -> str | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, CheckFailure, as_float_array, call, close, counts_match_pmf, diagnose, fail, require_ndarray, require_scalar,
-    unchanged,
+    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail, one_sentence, require_ndarray,
+    require_scalar, unchanged,
 )
 from solutions.reference import a01_acceptance_chain as ref
 
@@ -76,34 +76,15 @@ EXPECTED_MISTAKES = [
 ]
 
 
-def _grid_values(expected_tokens):
+def check_expected_tokens(expected_tokens) -> None:
+    """Values on a grid of alpha in [0, 1) and K in 1..12 (scalar inputs)."""
+    __tracebackhide__ = True
     grid = [(alpha, K) for K in KS for alpha in ALPHAS]
     got = []
     for alpha, K in grid:
         label = f"expected_tokens({alpha:g}, {K})"
         got.append(require_scalar(call(expected_tokens, alpha, K), label))
-    return grid, got, [ref.expected_tokens(alpha, K) for alpha, K in grid]
-
-
-def _named_mistake(expected_tokens) -> str | None:
-    """The hint of check_expected_tokens when the function makes one of its named mistakes on the grid,
-    else None. The edge checks say this instead of their own hint: the edges of a wrong formula are
-    wrong too, and "guard alpha == 1 exactly" next to "exponent K" sends the learner after a guard they
-    never wrote."""
-    try:
-        grid, got, want = _grid_values(expected_tokens)
-    except CheckFailure:
-        return None
-    if close(got, want, rtol=1e-7, atol=1e-10):
-        return None
-    hint = diagnose(got, EXPECTED_MISTAKES, grid)
-    return f"expected_tokens: {hint}" if hint else None
-
-
-def check_expected_tokens(expected_tokens) -> None:
-    """Values on a grid of alpha in [0, 1) and K in 1..12 (scalar inputs)."""
-    __tracebackhide__ = True
-    grid, got, want = _grid_values(expected_tokens)
+    want = [ref.expected_tokens(alpha, K) for alpha, K in grid]
     if close(got, want, rtol=1e-7, atol=1e-10):
         return
     hint = diagnose(got, EXPECTED_MISTAKES, grid)
@@ -111,7 +92,7 @@ def check_expected_tokens(expected_tokens) -> None:
         fail(f"expected_tokens: {hint}")
     bad_alpha, bad_K = next(x for x, g, w in zip(grid, got, want) if not close(g, w, rtol=1e-7, atol=1e-10))
     fail(f"expected_tokens({bad_alpha:g}, {bad_K}) is wrong: it should be the sum of alpha**k over "
-         "the K+1 emission slots k = 0..K.")
+         "the K+1 emission slots k = 0..K.", generic=True)
 
 
 # Continuity just below alpha = 1. At alpha = 1 - gap the closed form (1 - alpha**(K+1)) / (1 - alpha),
@@ -135,19 +116,7 @@ HINT_TOLERANCE_GUARD = ("returns exactly K+1 just below alpha = 1: a tolerance g
 
 
 def check_expected_tokens_edges(expected_tokens) -> None:
-    """alpha = 0 and alpha = 1 exactly, continuity just below 1, and array inputs. A function that makes
-    a named mistake of check_expected_tokens fails here with that same hint (shown once)."""
-    __tracebackhide__ = True
-    try:
-        _edges(expected_tokens)
-    except CheckFailure:
-        named = _named_mistake(expected_tokens)
-        if named:
-            fail(named)
-        raise
-
-
-def _edges(expected_tokens) -> None:
+    """alpha = 0 and alpha = 1 exactly, continuity just below 1, and array inputs."""
     __tracebackhide__ = True
     for K in (1, 3, 8):
         at_zero = require_scalar(call(expected_tokens, 0.0, K), f"expected_tokens(0.0, {K})")
@@ -185,7 +154,11 @@ def _edges(expected_tokens) -> None:
                  f"{alphas.shape}, not {got.shape}: use numpy operations that broadcast.")
         if not close(got, want, rtol=1e-7, atol=1e-10):
             fail(f"expected_tokens(alpha_array, {K}) disagrees with its scalar values for some alpha "
-                 "(check alpha = 0 and alpha = 1 inside an array).")
+                 "(check alpha = 0 and alpha = 1 inside an array).", generic=True)
+
+
+# One mistake, one sentence: the edge cell of a wrong formula repeats the formula's named mistake.
+check_expected_tokens, check_expected_tokens_edges = one_sentence(check_expected_tokens, check_expected_tokens_edges)
 
 
 # ---------------------------------------------------------------- simulate_tokens

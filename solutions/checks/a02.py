@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, as_float_array, broadcasts_like_numpy, call, close, diagnose, fail, require_ndarray, require_scalar,
-    tokens_per_round,
+    HINT_EXPONENT_K, as_float_array, broadcasts_like_numpy, call, close, diagnose, fail, one_sentence, require_ndarray,
+    require_scalar, tokens_per_round,
     unchanged,
 )
 from solutions.reference import a02_cost_and_speedup as ref
@@ -94,7 +94,7 @@ def check_speedup(speedup) -> None:
         fail(f"speedup: {hint}")
     a, K, c = grid[bad[0]]
     fail(f"speedup({a:g}, {K}, {c:g}) is wrong: it should be the expected tokens per round divided "
-         "by the round cost 1 + K*c (check alpha = 1 and K = 0).")
+         "by the round cost 1 + K*c (check alpha = 1 and K = 0).", generic=True)
 
 
 def check_speedup_arrays(speedup) -> None:
@@ -107,6 +107,10 @@ def check_speedup_arrays(speedup) -> None:
     got = as_float_array(_array_call(speedup, label, alpha=alpha, K=K, c=c), label)
     broadcasts_like_numpy(got, ref.speedup(alpha, K, c), "speedup", "(6,1,1), (1,17,1), (1,1,4)",
                           "alpha = 1 and K = 0")
+
+
+# One mistake, one sentence: the array cell of a wrong formula repeats the formula's named mistake.
+check_speedup, check_speedup_arrays = one_sentence(check_speedup, check_speedup_arrays)
 
 
 # ---------------------------------------------------------------- loses

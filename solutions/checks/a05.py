@@ -15,7 +15,7 @@ import numpy as np
 
 from solutions.checks._common import (
     HINT_EXPONENT_K, SEED, CheckFailure, as_float_array, broadcasts_like_numpy, call, call_many, close, diagnose, fail,
-    require_scalar,
+    one_sentence, require_scalar,
     tokens_per_round,
 )
 from solutions.reference import a05_speculation_in_practice as ref
@@ -467,7 +467,7 @@ def _check_counters(alpha_from_counters, cases, mistakes, capped: bool) -> None:
         fail(error + note)
     fail(f"alpha_from_counters({D}, {T}, {A}) is wrong: with K = num_draft_tokens / num_drafts, solve "
          "alpha * (1 - alpha**K) / (1 - alpha) = num_accepted_tokens / num_drafts for alpha in [0, 1] (to 1e-6)"
-         + note + ".")
+         + note + ".", generic=True)
 
 
 def check_alpha_from_counters(alpha_from_counters) -> None:
@@ -481,6 +481,11 @@ def check_alpha_from_counters_capped(alpha_from_counters) -> None:
     """A fractional K = drafted / drafts: the closed form alpha (1 - alpha**K) / (1 - alpha) with the real K."""
     __tracebackhide__ = True
     _check_counters(alpha_from_counters, _capped_cases(), CAPPED_MISTAKES + COUNTER_MISTAKES, capped=True)
+
+
+# One mistake, one sentence: the capped cell repeats a named mistake of the whole-K cell.
+check_alpha_from_counters, check_alpha_from_counters_capped = one_sentence(check_alpha_from_counters,
+                                                                           check_alpha_from_counters_capped)
 
 
 # ---------------------------------------------------------------- roofline: roofline_time, verification_cost, knee_tokens
