@@ -57,6 +57,14 @@ def one_sentence(*checks: Callable) -> tuple[Callable, ...]:
     return tuple(agreeing(check) for check in checks)
 
 
+def agreed(failures) -> CheckFailure | None:
+    """What every failing check of an exercise says, from each check's own failure (None where it passed),
+    in cell order: the first that names a mistake, else the first. `one_sentence` finds the same one
+    lazily, running no more checks than it needs."""
+    failed = [f for f in failures if f is not None]
+    return next((f for f in failed if not f.generic), failed[0] if failed else None)
+
+
 def _first_named(checks, current, own: CheckFailure, fn) -> tuple[str, bool]:
     first = None
     for check in checks:
