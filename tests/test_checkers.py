@@ -80,6 +80,17 @@ def test_known_mistakes_fail_with_their_hint(nb, key, answer, phrase):
     assert phrase in shown, (shown, [str(f) for f in failures if f])
 
 
+@pytest.mark.parametrize("nb, key, answer, phrase", [
+    (nb, key, fn, phrase) for nb in ("01", "02", "05") for key, items in COURSE[nb].answers().WRONG.items()
+    for fn, phrase in items
+], ids=_name)
+def test_the_wrapped_checks_show_one_sentence(nb, key, answer, phrase):
+    """End to end through the checkers the hidden tests call (04's are covered by `agreed` above: each of its
+    checks costs seconds): one distinct hint for the whole exercise, the one naming the mistake."""
+    hints = _hints_shown(nb, key, answer)
+    assert len(hints) == 1 and phrase in hints[0], hints
+
+
 def _fake_checks(*outcomes):
     """Checks that fail with (message, generic) or pass (None), counting their runs."""
     runs = []
