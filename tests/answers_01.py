@@ -263,3 +263,18 @@ END_TO_END = {
     "noisy": {"expected_tokens": expected_noisy},
     "wrong_guard": {"expected_tokens": expected_isclose_guard},
 }
+
+
+# ---------------------------------------------------------------- issue 32: one mistake, one sentence
+
+
+def expected_exponent_K_guarded(alpha, K):
+    """The exponent K with a correct guard at alpha = 1 (K + 1): alone, the edge cell would blame the guard
+    ("not accurate just below alpha = 1"); it must repeat the exponent's hint instead."""
+    a = np.asarray(alpha, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(a == 1.0, K + 1.0, (1 - a ** K) / (1 - a))
+    return float(out) if out.ndim == 0 else out
+
+
+WRONG["expected_tokens"].append((expected_exponent_K_guarded, "exponent K instead of K+1"))

@@ -91,6 +91,30 @@ def test_the_wrapped_checks_show_one_sentence(nb, key, answer, phrase):
     assert len(hints) == 1 and phrase in hints[0], hints
 
 
+@pytest.mark.parametrize("nb, checker, answer, phrase", [
+    ("01", "a01.check_expected_tokens_edges", "expected_exponent_K_guarded", "exponent K instead of K+1"),
+    ("02", "a02.check_speedup_arrays", "speedup_no_draft_cost", "not free"),
+    ("02", "a02.check_speedup_arrays", "speedup_exponent_K", "exponent K"),
+    ("05", "a05.check_alpha_from_counters_capped", "alpha_floor_division", "integer division"),
+    ("04", "a04.check_speculative_stats", "spec_accept_all", "accepts every draft"),
+])
+def test_a_later_cell_names_the_mistake_an_earlier_one_found(nb, checker, answer, phrase):
+    """The cases issue 32 found: a later hidden test of the exercise, failing because of the earlier test's named
+    mistake, says that mistake (before: "guard alpha == 1 exactly" for the exponent K, "disagrees with its scalar
+    values" for a free draft)."""
+    import importlib
+
+    module, name = checker.split(".")
+    check = getattr(importlib.import_module(f"solutions.checks.{module}"), name)
+    wrong = getattr(COURSE[nb].answers(), answer)
+    with pytest.raises(CheckFailure) as raw:
+        check.__wrapped__(wrong)
+    assert phrase not in str(raw.value)  # alone, the later cell says something else
+    with pytest.raises(CheckFailure) as shown:
+        check(wrong)
+    assert phrase in str(shown.value)
+
+
 def _fake_checks(*outcomes):
     """Checks that fail with (message, generic) or pass (None), counting their runs."""
     runs = []
@@ -259,7 +283,7 @@ def test_the_readme_sample_is_what_the_course_prints():
     import re
 
     from coursekit.paths import REPO
-    from tests.answers_01 import expected_exponent_K
+    from tests.answers_01 import expected_exponent_K_guarded as expected_exponent_K
 
     readme = (REPO / "README.md").read_text()
     sample = readme[readme.index("01_acceptance_chain: grading ..."):readme.index("TOTAL 13/27")]
