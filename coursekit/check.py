@@ -22,9 +22,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-import nbformat
-
-from coursekit.nbg import NotebookResult, ScratchCourse, grade_submission
+from coursekit.nbg import NotebookResult, ScratchCourse, answer_sources, grade_submission
 from coursekit.paths import COURSE, WORKSPACE, assignments
 
 STUDENT = "me"
@@ -59,13 +57,6 @@ def resolve(names: list[str], known: list[str] | None = None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _answers(path: Path) -> dict[str, str]:
-    """{grade_id: source} of a notebook's answer cells (nbgrader solution cells)."""
-    nb = nbformat.read(path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
-
-
 def not_started(workspace: Path, assignment: str, course: Path = COURSE) -> int | None:
     """The number of exercises when every answer cell of the assignment's notebooks in `workspace`
     is as released in `course` (nothing to grade); None when any was changed, or a notebook is
@@ -77,7 +68,7 @@ def not_started(workspace: Path, assignment: str, course: Path = COURSE) -> int 
     for nb in released:
         mine = workspace / assignment / nb.name
         try:
-            ours, theirs = _answers(nb), _answers(mine)
+            ours, theirs = answer_sources(nb), answer_sources(mine)
         except Exception:  # missing, not JSON, not a notebook: grading reports it
             return None
         if ours != theirs:

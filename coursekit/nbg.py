@@ -332,12 +332,16 @@ class ScratchCourse:
         return [read(self.root, assignment, s, nb) for s in students for nb in notebooks(self.root, assignment)]
 
 
+def answer_sources(path: Path) -> dict[str, str]:
+    """{grade_id: source} of a notebook's answer cells (nbgrader solution cells), in notebook order."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
 def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path, only=None) -> Path:
     """The release notebook with the source's solution cells pasted in (markers removed), the way a
     learner who wrote the reference answers would hand it in; `only`: just these exercises (grade_ids)."""
-    src = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(source_nb, as_version=4).cells
-           if c.metadata.get("nbgrader", {}).get("solution")
-           and (only is None or c.metadata["nbgrader"]["grade_id"] in only)}
+    src = {gid: code for gid, code in answer_sources(source_nb).items() if only is None or gid in only}
     nb = nbformat.read(release_nb, as_version=4)
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
