@@ -53,8 +53,8 @@ train: $(STAMP) ## retrain the shipped target/draft pair (seeded; minutes on a G
 heads: $(STAMP) ## retrain notebook 05's self-drafting heads on the shipped target (seeded; a few minutes on a CPU)
 	$(BIN)/python -m specdec.heads
 
-release: $(STAMP) ## regenerate course/ from source/ with nbgrader generate_assignment
-	@for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force --log-level=WARN || exit 1; done
+release: $(STAMP) ## regenerate course/ from source/ with nbgrader's generate_assignment (coursekit.batch generate, the course's one way)
+	$(BIN)/python -m coursekit.batch generate $(ASSIGNMENTS)
 
 sync: $(STAMP) strip ## regenerate everything derived from source/: solutions/reference/, the scan page and course/
 	$(BIN)/python -m coursekit.reference

@@ -63,8 +63,8 @@ c.OverwriteCells.add_missing_cells = True
 
 # Learners' code runs in a sandbox while it is graded: resource limits, and an audit hook that
 # refuses network access, new processes, writes outside the learner's folder and reads of the
-# grading data. What it does and does not guarantee: coursekit/sandbox.py.
-c.Execute.kernel_manager_class = "coursekit.sandbox.SandboxKernelManager"
+# grading data. What it does and does not guarantee: coursekit/judge/sandbox.py.
+c.Execute.kernel_manager_class = "coursekit.judge.sandbox.SandboxKernelManager"
 
 # Hidden tests are judged in the grader's process, not in the learner's kernel: coursekit.judge
 # runs nbgrader's Execute for every cell, except that a graded cell calling
@@ -75,7 +75,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades,
 )
 
-from coursekit.judge import JudgedExecute  # noqa: E402
+from coursekit.judge.execute import JudgedExecute  # noqa: E402
 
 # nbgrader 0.9.6's own list, with JudgedExecute in the place of Execute (tests/test_judge.py checks it)
 c.Autograde.autograde_preprocessors = [JudgedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
@@ -89,8 +89,8 @@ c.Autograde.autograde_preprocessors = [JudgedExecute, IgnorePattern, ClearMetada
 # time (05's took 23-85 s a submission on the 2-core course machine, depending on its load).
 # Their output in the autograded notebook and the feedback is a one-line note.
 # Graded and solution cells always run, whatever their tags, and so does a tagged cell that a
-# later cell which runs may read a variable of (coursekit.judge.skipped_cells: a learner whose
+# later cell which runs may read a variable of (coursekit.judge.cells.skipped_cells: a learner whose
 # own cell uses a plot's variable keeps that plot). To run them all (the learner's figures in
-# the feedback): COURSE_GRADE_MEASUREMENTS=1 make grade, or set run_measurements to True.
+# the feedback): `make grade ARGS=--run-measurements`, or set run_measurements to True here.
 c.JudgedExecute.skip_tags = ["measurement", "demo", "explorer"]
 c.JudgedExecute.run_measurements = False

@@ -8,9 +8,8 @@ two-worker cluster. In one run, on one machine:
      PYTHONPATH of nbgrader and its kernels): stock serial nbgrader, one `nbgrader autograde`
      process per submission, every cell run. The notebooks and checkers are today's; they differ
      from BEFORE's only in the cells' tags and in which calls ship the toy models' records. Where
-     git or that commit is missing (an archive, a shallow clone), before is today's code in
-     the same stock serial mode with every cell run (COURSE_GRADE_MEASUREMENTS=1), and the
-     summary says so;
+     git or that commit is missing (an archive, a shallow clone), before is today's code,
+     serial, with every cell run (`--run-measurements`), and the summary says so;
    - after: `make grade`'s engine on a one-worker cluster: one nbgrader process for all the
      learner's assignments (coursekit.batch), measurement cells not run.
    Per assignment: seconds per submission both ways and where they went (kernel start, the
@@ -41,13 +40,14 @@ from pathlib import Path
 
 from coursekit.cluster import LoopbackCluster
 from coursekit.grade import grade
-from coursekit.judge import MEASUREMENTS, PROFILE
+from coursekit import settings
 from coursekit.grade import CONFIG_NAMES
 from coursekit.nbg import ScratchCourse, grade_submission, run, with_reference_answers
 from coursekit.paths import REPO, SOURCE
 
 OUT = Path(__file__).resolve().parent / "results-grading.md"
 BEFORE = "e341fb3"  # the last commit before issue 17's work (its grading: serial stock nbgrader)
+PROFILE = settings.GRADING_PROFILE.name  # each notebook's breakdown, one json line
 PARTS = ("startup", "learner", "hidden", "other")
 
 
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("assignments", nargs="*")
     ap.add_argument("--learners", type=int, default=4, help="learners graded on the two-worker cluster")
     args = ap.parse_args(argv)
-    from coursekit import sandbox
+    from coursekit.judge import sandbox
 
     bwrap_kernels = sandbox.mode() == sandbox.BWRAP  # then the kernels' CPU time is not seen
     assignments = args.assignments or sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and p.name[:2].isdigit())
@@ -135,16 +135,16 @@ def main(argv=None) -> int:
             cohort(root, 1, assignments, blanks=False)
         # before: grading as it was before issue 17 (BEFORE's code), stock serial nbgrader, every cell run
         old = before_code(tmp / "before-code")
-        os.environ[PROFILE], os.environ[MEASUREMENTS] = str(tmp / "before.jsonl"), "1"
+        os.environ[PROFILE] = str(tmp / "before.jsonl")
         t0, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         if old is None:
-            before, label = grade(before_root, assignments, jobs=1), "today's code (no git history here)"
+            before = grade(before_root, assignments, jobs=1, run_measurements=True)
+            label = "today's code, serial, every cell run (no git history here)"
         else:
             before, label = grade_before(before_root, assignments, old), f"the code at {BEFORE}"
         t_before = time.perf_counter() - t0
         now = resource.getrusage(resource.RUSAGE_CHILDREN)  # every process it ran, their kernels included
         cpu_before = now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
-        del os.environ[MEASUREMENTS]
         # after: the engine, one worker, one nbgrader process for the learner
         (tmp / "one").mkdir()
         with LoopbackCluster(tmp / "one", workers=1, env={PROFILE: str(tmp / "after.jsonl")}) as cluster:

@@ -1,6 +1,7 @@
 """One nbgrader process for all of one learner's submissions: `make grade`'s worker side.
 
-    python -m coursekit.batch STUDENT ASSIGNMENT ... --progress FILE      (cwd: a course root)
+    python -m coursekit.batch grade STUDENT ASSIGNMENT ... --progress FILE [--no-feedback] [NBGRADER_FLAGS]
+    python -m coursekit.batch generate ASSIGNMENT ...                          (cwd: a course root)
 
 Stock `nbgrader autograde` and `generate_feedback` are one process each, and each process pays
 nbgrader's and the course configuration's start-up (about 8-10 s on the 2-core course machine)
@@ -29,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from coursekit import settings, threads
 
 
 def _emit(progress: Path, **event) -> None:
@@ -76,7 +79,9 @@ def _share_compiled_templates() -> None:
     TemplateExporter._create_environment = create_environment
 
 
-def _api():
+def _api(flags: list[str] | None = None):
+    """nbgrader's API over the configuration in the working folder, plus `flags` (nbgrader's own
+    command-line settings, such as --JudgedExecute.run_measurements=True)."""
     for name in SKIPPED_IMPORTS:
         sys.modules.setdefault(name, None)
     _share_compiled_templates()
@@ -84,22 +89,25 @@ def _api():
     from nbgrader.apps.baseapp import NbGrader
 
     app = NbGrader()  # reads nbgrader_config.py from the working folder, as `nbgrader autograde` does
-    app.initialize([])
+    app.initialize(list(flags or []))
     return app, NbGraderAPI(coursedir=app.coursedir, parent=app)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("student", help="the learner; with --generate, the first assignment")
-    ap.add_argument("assignments", nargs="*")
-    ap.add_argument("--progress", type=Path)
-    ap.add_argument("--generate", action="store_true",
-                    help="only `generate_assignment --force` each assignment (records them in the gradebook)")
-    args = ap.parse_args(argv)
-    app, api = _api()
-    if args.generate:
+    sub = ap.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="`generate_assignment --force` each assignment (records it in the gradebook)")
+    gen.add_argument("assignments", nargs="+")
+    grade = sub.add_parser("grade", help="autograde (and give feedback for) one learner's assignments")
+    grade.add_argument("student")
+    grade.add_argument("assignments", nargs="+")
+    grade.add_argument("--progress", type=Path, required=True)
+    grade.add_argument("--no-feedback", dest="feedback", action="store_false")
+    args, flags = ap.parse_known_args(argv)
+    app, api = _api(flags)
+    if args.command == "generate":
         failed = 0
-        for assignment in [args.student, *args.assignments]:
+        for assignment in args.assignments:
             result = api.generate_assignment(assignment, force=True, create=True)
             if not result["success"]:
                 failed = 1
@@ -109,7 +117,7 @@ def main(argv=None) -> int:
         _emit(args.progress, assignment=assignment, event="start")
         result = api.autograde(assignment, args.student, force=True, create=True)
         log, error = result.get("log", ""), result.get("error", "")
-        if (Path(app.coursedir.root) / "autograded" / args.student / assignment).exists():
+        if args.feedback and (Path(app.coursedir.root) / "autograded" / args.student / assignment).exists():
             feedback = api.generate_feedback(assignment, args.student, force=True)
             if not feedback["success"]:
                 error += "\ngenerate_feedback failed:\n" + feedback.get("error", "")
@@ -118,12 +126,14 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_generate(root: Path, assignments: list[str]) -> subprocess.CompletedProcess:
-    """`nbgrader generate_assignment A --force` for every A in `assignments`, in one process."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return subprocess.run([sys.executable, "-m", "coursekit.batch", "--generate", *assignments], cwd=root, env=env,
-                          capture_output=True, text=True)
+def generate(root: Path, assignments: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    """`nbgrader generate_assignment A --force` for every A in `assignments`, in one process: the
+    course's one way to generate (make release, make grade, make check, the tests and the benches).
+    It writes the release (root/course/A) and records the assignments and their grade cells in
+    root's gradebook, which autograde needs. `env`: as coursekit.nbg.run's."""
+    return subprocess.run([sys.executable, "-m", "coursekit.batch", "generate", *assignments], cwd=root,
+                          env=settings.child_env(env, base={**threads.WAIT, **os.environ}), capture_output=True,
+                          text=True)
 
 
 def _die_with_parent() -> None:
@@ -154,15 +164,17 @@ def _reap(proc: subprocess.Popen, usage: dict | None, block: bool = False) -> bo
 
 
 def run_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None,
-                poll: float = 0.2, usage: dict | None = None) -> dict[str, tuple[subprocess.CompletedProcess, float]]:
+                poll: float = 0.2, usage: dict | None = None, feedback: bool = True,
+                flags: list[str] | None = None) -> dict[str, tuple[subprocess.CompletedProcess, float]]:
     """Autograde and give feedback for `student`'s `work` in course root `root`, one driver process
     for all of them; each submission gets at most `timeout` seconds of wall-clock time. Returns, per
     assignment, what a stock `nbgrader autograde` run would have returned (returncode, log as
     stdout, traceback as stderr; -9 and "timed out after ..." for a submission that overran) and
     the seconds it took, feedback included. `usage`, if given, gets the CPU seconds the drivers
-    and their kernels used added to usage["cpu"] (make bench-grade's core-seconds)."""
-    env = dict(os.environ, **(env or {}))
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
+    and their kernels used added to usage["cpu"] (make bench-grade's core-seconds). `feedback`
+    False: no feedback (make check); `flags`: nbgrader settings for the driver (nbgrader's own
+    command-line form, --JudgedExecute.run_measurements=True)."""
+    env = settings.child_env(env, base={**threads.WAIT, **os.environ})
     out: dict[str, tuple[subprocess.CompletedProcess, float]] = {}
     remaining = list(work)
     while remaining:
@@ -170,8 +182,9 @@ def run_learner(root: Path, student: str, work: list[str], timeout: float, env: 
             progress, log = Path(tmp) / "progress.jsonl", Path(tmp) / "driver.log"
             progress.touch()
             with open(log, "w") as log_file:
-                proc = subprocess.Popen([sys.executable, "-m", "coursekit.batch", student, *remaining,
-                                         "--progress", str(progress)], cwd=root, env=env, stdout=log_file,
+                proc = subprocess.Popen([sys.executable, "-m", "coursekit.batch", "grade", student, *remaining,
+                                         "--progress", str(progress), *([] if feedback else ["--no-feedback"]),
+                                         *(flags or [])], cwd=root, env=env, stdout=log_file,
                                         stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
             started, current, seen = time.monotonic(), None, 0
             try:

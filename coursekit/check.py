@@ -1,8 +1,8 @@
 """`make check`: grade the learner's workspace with the hidden tests and print points per exercise.
 
 Grading one learner is grading a cohort of one: the workspace's notebooks are submitted to a
-scratch course root and graded by `coursekit.nbg.grade_submission`, the same code `make grade`
-uses, so a dead kernel, a renamed notebook, a time limit or a sandbox refusal is described to the
+scratch course root and graded by `coursekit.nbg.grade_learner`, the function `make grade` runs
+for each learner (serially or on a cluster's workers), without the feedback pages, so a dead kernel, a renamed notebook, a time limit or a sandbox refusal is described to the
 learner exactly as to the instructor. The repository and the workspace are left untouched. The
 report gives each exercise's points and the one-sentence hint of every failing check.
 
@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from coursekit.nbg import NotebookResult, ScratchCourse, answer_sources, grade_submission
+from coursekit.nbg import NotebookResult, ScratchCourse, answer_sources
 from coursekit.paths import COURSE, WORKSPACE, assignments
 
 STUDENT = "me"
@@ -39,7 +39,7 @@ def grade_workspace(workspace: Path, which: list[str] | None = None) -> list[Not
             for nb in sorted((Path(workspace) / assignment).glob("*.ipynb")):
                 if not nb.stem.endswith(".course-update"):
                     course.submit(STUDENT, assignment, nb)
-            results += grade_submission(course.root, assignment, STUDENT)
+            results += course.grade(assignment, STUDENT, feedback=False)
     return results
 
 

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from coursekit import settings
+
 BIN = Path(sys.executable).parent  # `dask` is installed next to the interpreter (requirements.txt)
 
 
@@ -21,8 +23,7 @@ class LoopbackCluster:
     def __init__(self, tmp: Path, workers: int = 2, env: dict | None = None, timeout: float = 120):
         self.tmp = Path(tmp)
         self.file = self.tmp / "scheduler.json"
-        self.env = dict(os.environ, **(env or {}))
-        self.env["PATH"] = os.pathsep.join([str(BIN), self.env.get("PATH", "")])
+        self.env = settings.child_env(env)  # `dask` and nbgrader's tools are next to the interpreter
         self._logs = []
         self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                      "--scheduler-file", str(self.file))

@@ -14,8 +14,11 @@ For every submitted/<student>/<assignment>/ under the course root (nbgrader's la
 A progress bar (tqdm) runs while it works. The stock nbgrader commands keep working as before.
 Cells tagged `measurement`, `demo` or `explorer` are not run while grading (grader_config.py).
 
-`--jobs 1`: stock `nbgrader autograde <assignment> --student <student>` in the course root itself,
-one submission after another, then `nbgrader generate_feedback`.
+`--jobs 1`: each learner in turn, in the course root itself, by `coursekit.nbg.grade_learner`
+(the function a cluster's task and `make check` run): one nbgrader process a learner for
+autograde and feedback, each submission under its own limit. (Stock serial `nbgrader autograde`,
+one process per submission, is what the README's stock commands do and make bench-grade's
+"before".)
 
 Otherwise (the default, `--jobs` = CPU cores, or `--scheduler ADDRESS`): one task per learner on
 a Dask distributed cluster, a local one of N single-threaded worker processes or the running
@@ -54,9 +57,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from coursekit.batch import run_generate, run_learner
-from coursekit.nbg import NotebookResult, classify, grade_submission, preflights, run, scratch_root
-from coursekit.sandbox import SCRATCH_ROOTS as SCRATCH  # per-learner roots, inside the course root
+from coursekit import settings
+from coursekit.batch import generate
+from coursekit.judge.sandbox import SCRATCH_ROOTS as SCRATCH  # per-learner roots, inside the course root
+from coursekit.nbg import NotebookResult, grade_learner, run, scratch_root
 from coursekit.threads import env as thread_env, share
 
 
@@ -109,7 +113,7 @@ def _merge(root: Path, scratch: Path, rows: list[NotebookResult]) -> None:
 
 
 CONFIG_NAMES = ("nbgrader_config.py", "grader_config.py")
-SCRATCH_ENV = "COURSE_GRADING_SCRATCH"  # where a worker unpacks its tasks (default: the temp folder)
+MEASUREMENTS_FLAG = "--JudgedExecute.run_measurements=True"  # nbgrader's setting, for --run-measurements
 
 
 def _pack(base: Path, names: list[str]) -> bytes:
@@ -138,12 +142,6 @@ def course_bundle(root: Path, assignments: list[str]) -> bytes:
         if proc.returncode != 0:
             raise RuntimeError(f"generate_assignment failed in {course}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         return _pack(course, [*CONFIG_NAMES, "source", "gradebook.db"])
-
-
-def generate(root: Path, assignments: list[str]) -> subprocess.CompletedProcess:
-    """`nbgrader generate_assignment A --force` for each of `assignments`, in one process (it
-    records the assignments and their grade cells in root's gradebook; autograde needs them)."""
-    return run_generate(root, assignments)
 
 
 def learner_record(gradebook: Path, student: str, work: list[str]) -> dict:
@@ -182,18 +180,8 @@ def _apply_record(gradebook: Path, student: str, record: dict) -> None:
             gb.update_or_create_submission(assignment, student, extension=extension)
 
 
-def grade_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None,
-                  usage: dict | None = None) -> dict[tuple[str, str], list[NotebookResult]]:
-    """Every submission of `student` in `work`, graded in course root `root` by one nbgrader process
-    (coursekit.batch: autograde, then feedback, per assignment; each submission within `timeout`
-    seconds), read and classified exactly as `grade_submission` does it (`usage`: run_learner's)."""
-    checks = {a: preflights(root, a, student) for a in work}
-    procs = run_learner(root, student, work, timeout, env, usage=usage)
-    return {(student, a): classify(root, a, student, checks[a], *procs[a]) for a in work}
-
-
 def grade_learner_task(course: bytes, student: str, work: list[str], submission: bytes, record: dict,
-                       timeout: float, protect: list[str], threads: int, run_id: str
+                       timeout: float, protect: list[str], threads: int, run_id: str, flags: list[str] | None = None
                        ) -> tuple[dict[tuple[str, str], list[NotebookResult]], bytes, float]:
     """One learner, on whichever machine runs the task: the course (`course_bundle`) and their
     submissions (a tar of submitted/<student>/) arrive as bytes and are unpacked into a scratch
@@ -202,7 +190,7 @@ def grade_learner_task(course: bytes, student: str, work: list[str], submission:
     other learners the same way); the results go back as data: the rows and a tar of the learner's
     autograded/ and feedback/ folders and the scratch gradebook, which the main process merges,
     and the CPU seconds the learner's grading processes used. Nothing stays behind. A task that is run again (its worker died) starts from a clean folder."""
-    base = Path(os.environ.get(SCRATCH_ENV) or tempfile.gettempdir()).resolve() / "coursekit-grading" / run_id
+    base = Path(settings.GRADING_SCRATCH.get() or tempfile.gettempdir()).resolve() / "coursekit-grading" / run_id
     scratch = base / SCRATCH / student
     if scratch.exists():
         shutil.rmtree(scratch)
@@ -213,9 +201,9 @@ def grade_learner_task(course: bytes, student: str, work: list[str], submission:
         _apply_record(scratch / "gradebook.db", student, record)
         env = thread_env(threads)  # the learner's nbgrader process; its kernels take one thread (coursekit.threads)
         # the sandbox also guards this run's other learners and the main course root's grading data
-        env["COURSE_SANDBOX_PROTECT"] = os.pathsep.join([str(base), *protect])
+        env[settings.SANDBOX_PROTECT.name] = os.pathsep.join([str(base), *protect])
         usage = {"cpu": 0.0}
-        rows = grade_learner(scratch, student, work, timeout, env, usage)
+        rows = grade_learner(scratch, student, work, timeout, env, usage, flags=flags)
         return rows, _pack(scratch, [f"autograded/{student}", f"feedback/{student}", "gradebook.db"]), usage["cpu"]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -251,14 +239,16 @@ def _client(jobs: int, scheduler: str | None):
 
 def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
           per_submission_timeout: float = 900, jobs: int = 1, scheduler: str | None = None,
-          timings: dict | None = None) -> list[NotebookResult]:
+          timings: dict | None = None, run_measurements: bool = False) -> list[NotebookResult]:
     """Grade the submissions under root/submitted (all, or only these assignments/students):
-    `jobs` 1 (and no scheduler): stock nbgrader in `root` itself, one submission after another;
+    `jobs` 1 (and no scheduler): each learner in turn in `root` itself (grade_learner);
     otherwise one task per learner on a Dask cluster (`scheduler`'s, or a local one with `jobs`
     workers), merged here. `timings`, if given, receives the seconds this process spent merging
     ("merge", summed over learners), the number of learners merged ("merged") and the CPU seconds
-    the grading processes used, with their kernels ("cpu": nbgrader's processes in the serial
-    mode, the learners' drivers on the cluster; not the merge)."""
+    the grading processes used, with their kernels ("cpu": the learners' nbgrader processes; not
+    the merge). `run_measurements`: run the cells grading leaves out as well (nbgrader's
+    JudgedExecute.run_measurements)."""
+    flags = [MEASUREMENTS_FLAG] if run_measurements else []
     timings = {} if timings is None else timings
     timings.update(merge=0.0, merged=0, cpu=0.0)
     submitted = root / "submitted"
@@ -291,18 +281,12 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
             bundle = bundle.result() if bundle else None
     bar = tqdm(total=len(rows) + todo, desc="grading", unit="submission")
     bar.update(len(rows))
-    if serial:
-        import resource
-
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if serial:  # the cluster's per-learner function, in this process, in the course root itself
         for student, work in by_student.items():
-            for assignment in work:
-                rows[student, assignment] = grade_submission(root, assignment, student, per_submission_timeout)
-                bar.update()
-        for assignment in sorted({a for work in by_student.values() for a in work}):
-            run(root, "generate_feedback", assignment, "--force")
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        timings["cpu"] += after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            usage = {"cpu": 0.0}
+            rows.update(grade_learner(root, student, work, per_submission_timeout, usage=usage, flags=flags))
+            timings["cpu"] += usage["cpu"]
+            bar.update(len(work))
     elif by_student:
         from distributed import as_completed as completed
 
@@ -319,7 +303,7 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
                 submission = _pack(root, [f"submitted/{student}/{a}" for a in work])
                 future = client.submit(grade_learner_task, course, student, work, submission,
                                        learner_record(root / "gradebook.db", student, work),
-                                       per_submission_timeout, [str(root)], threads, run_id,
+                                       per_submission_timeout, [str(root)], threads, run_id, flags,
                                        key=f"grade-{run_id}-{student}", pure=False)
                 futures[future] = (student, work)
             for future in completed(futures):  # merged by this process alone, one learner at a time
@@ -357,7 +341,7 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
 
 
 def report(rows: list[NotebookResult]) -> str:
-    from coursekit.sandbox import BWRAP, mode
+    from coursekit.judge.sandbox import BWRAP, mode
 
     how = mode()
     lines = [f"Grading kernels ran under: {how}" + ("" if how == BWRAP else
@@ -384,10 +368,14 @@ def main(argv=None) -> int:
                     help="learners graded at the same time, each in its own scratch root (default: CPU cores)")
     ap.add_argument("--scheduler", metavar="ADDRESS",
                     help="grade on this running Dask cluster (tcp://HOST:8786, README) instead of a local one")
+    ap.add_argument("--run-measurements", action="store_true",
+                    help="also run the cells grading leaves out (measurements, plots, the explorer): the "
+                         "learner's figures in the feedback (nbgrader's JudgedExecute.run_measurements)")
     args = ap.parse_args(argv)
     root = args.root.resolve()
     t0 = time.perf_counter()
-    rows = grade(root, args.assignments or None, args.student, jobs=args.jobs, scheduler=args.scheduler)
+    rows = grade(root, args.assignments or None, args.student, jobs=args.jobs, scheduler=args.scheduler,
+                 run_measurements=args.run_measurements)
     text = report(rows)
     (root / "grading-report.md").write_text(text)
     print(text)

@@ -7,12 +7,16 @@ A submission is graded in four steps:
 1. `preflight`: the notebook is there under its expected name and parses as a notebook; its code
    is scanned for integrity flags (reaching for the reference solutions, the checkers or the
    gradebook; network; processes; exiting the kernel; input()). A flag asks a human to look; the
-   sandbox (coursekit.sandbox) is what stops the behaviour at run time.
+   sandbox (coursekit.judge.sandbox) is what stops the behaviour at run time.
 2. `nbgrader autograde` (stock nbgrader, our configuration), under a wall-clock limit;
 3. `read`: scores from the gradebook through nbgrader's API; the hint of every failing test cell
    and the errors of other cells from the autograded notebook through nbformat; what the sandbox
    refused from the folder's .sandbox-refusals.log;
 4. classification: each problem becomes one plain sentence (`ERRORS`, `FAILURES`).
+
+`grade_learner` is the one way the course grades (make check, make grade serial or on a
+cluster); `grade_submission` keeps stock serial nbgrader for the benchmark's "before" and the
+tests. `generate` (coursekit.batch) is the one way it generates.
 
 What it leaves out: deciding who to grade and merging parallel results (coursekit.grade), and
 printing (coursekit.check, coursekit.grade).
@@ -29,7 +33,10 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit import threads
+from coursekit import settings, threads
+from coursekit.batch import generate, run_learner
+from coursekit.judge import messages
+from coursekit.registry import exercise_of
 from coursekit.paths import GRADER_CONFIG, NBGRADER_CONFIG, SOURCE
 from coursekit.reference import strip_markers
 
@@ -40,10 +47,10 @@ CONFIGS = (NBGRADER_CONFIG, GRADER_CONFIG)
 INTEGRITY = [
     ("reaches for the reference solutions or checkers",
      re.compile(r"\bsolutions\b|checks\.a0|sys\.modules|__import__|importlib|\bverdict\b")),
-    # rebinding a library's or the course helpers' attribute (torch.multinomial = ..., specdec.remote.serve = ...):
+    # rebinding a library's or the course helpers' attribute (torch.multinomial = ..., coursekit.judge.wire.serve = ...):
     # the learner's function runs among them in the kernel, so such a patch can change what it returns
     ("patches the course's helpers or libraries",
-     re.compile(r"\b(specdec|torch|np|numpy|scipy|math|random)(\.\w+)+\s*=(?!=)|setattr\(\s*(specdec|torch|np|numpy)\b")),
+     re.compile(r"\b(specdec|coursekit|torch|np|numpy|scipy|math|random)(\.\w+)+\s*=(?!=)|setattr\(\s*(specdec|coursekit|torch|np|numpy)\b")),
     ("touches the gradebook", re.compile(r"gradebook")),
     ("opens a network connection", re.compile(r"\bsocket\b|urllib|http\.client|\brequests\b|httpx|ftplib|smtplib")),
     ("starts processes", re.compile(r"subprocess|os\.fork|os\.system|os\.spawn|os\.exec|os\.posix_spawn|multiprocessing|\bpty\b")),
@@ -52,25 +59,7 @@ INTEGRITY = [
     ("reads or writes files by absolute or parent path", re.compile(r"""open\(\s*(f?["'](/|\.\.)|[^)]*\.\.)""")),
     ("calls native code directly", re.compile(r"\bctypes\b|\bcffi\b")),
 ]
-ERRORS = {  # exception in a cell of the autograded notebook (not a failing test) -> what to say
-    "CellTimeoutError": "a cell ran past the time limit and was interrupted",
-    "KeyboardInterrupt": None,  # the interrupt that follows a timeout: already said
-    "MemoryError": "MemoryError in a cell (the sandbox's memory limit)",
-    "PermissionError": "PermissionError in a cell (refused by the grading sandbox)",
-    "StdinNotImplementedError": "input() in a cell: there is no keyboard while grading",
-    "SystemExit": "exit() or sys.exit() in a cell",
-    "NameError": None,  # the usual consequence of an earlier failing cell
-    "AssertionError": None,  # a failing test: its hint is shown with the test
-    "CheckFailure": None,
-    "NotImplementedError": None,  # an exercise not done yet: said with its tests
-}
-DEAD = "the kernel died (e.g. os._exit, a crash, or a limit): the notebook could not be graded"
-FAILURES = [  # text in nbgrader's output when autograde gave up on a notebook -> what to say
-    ("Kernel died", DEAD),
-    ("DeadKernelError", DEAD),
-    ("uplicate", "a graded cell appears twice (duplicated cell): nbgrader refuses the notebook"),
-    ("CellTimeoutError", "the kernel stopped answering (it died, e.g. os._exit, or hung): the notebook could not be graded"),
-]
+ERRORS, DEAD, FAILURES = messages.ERRORS, messages.DEAD, messages.FAILURES  # what to say (coursekit.judge.messages)
 
 
 @dataclass
@@ -83,7 +72,7 @@ class CellResult:
     @property
     def exercise(self) -> str:
         """test_accepted_pmf__reference -> accepted_pmf"""
-        return self.grade_id.removeprefix("test_").split("__")[0]
+        return exercise_of(self.grade_id)
 
 
 @dataclass
@@ -109,9 +98,7 @@ class NotebookResult:
 def run(root: Path, *args: str, timeout: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """`nbgrader ARGS` in course root `root`; a run past `timeout` seconds returns exit status -9.
     `env` adds to this process's environment (a value None removes that variable)."""
-    env = {**threads.WAIT, **os.environ, **(env or {})}  # OpenMP's passive wait unless told otherwise
-    env = {k: v for k, v in env.items() if v is not None}  # None: leave that variable unset
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader calls alembic
+    env = settings.child_env(env, base={**threads.WAIT, **os.environ})  # OpenMP's passive wait unless told otherwise
     # Output goes to files, not pipes: a process that a learner's native code left running holds
     # nbgrader's stdout open, and reading a pipe to its end would wait for that process.
     import tempfile
@@ -183,7 +170,7 @@ def hint_of(ename: str, evalue: str) -> str:
     if ename in ("CheckFailure", "AssertionError") and evalue:
         return evalue
     if ename == "NotImplementedError":
-        return "not implemented yet: replace `raise NotImplementedError()` with your code."
+        return messages.NOT_IMPLEMENTED
     return f"{ename}: {evalue}" if evalue else ename
 
 
@@ -259,11 +246,28 @@ def read(root: Path, assignment: str, student: str, notebook: str | None = None)
     return result
 
 
+def grade_learner(root: Path, student: str, work: list[str], timeout: float = 900, env: dict | None = None,
+                  usage: dict | None = None, feedback: bool = True, flags: list[str] | None = None
+                  ) -> dict[tuple[str, str], list[NotebookResult]]:
+    """The one way the course grades: every submission of `student` in `work` (assignments), in
+    course root `root`, by one nbgrader process (coursekit.batch: autograde, then feedback unless
+    `feedback` is False, per assignment; each submission within `timeout` seconds of wall-clock
+    time), preflighted before and read and classified after. `make check` (a scratch root of one
+    learner), serial `make grade` (the course root) and each task of a cluster (a scratch root on
+    the worker, coursekit.grade) all call it. `usage`: run_learner's CPU seconds; `flags`:
+    nbgrader settings for the run (--JudgedExecute.run_measurements=True). The gradebook must know
+    the assignments (`generate` first)."""
+    checks = {a: preflights(root, a, student) for a in work}
+    procs = run_learner(root, student, work, timeout, env, usage=usage, feedback=feedback, flags=flags)
+    return {(student, a): classify(root, a, student, checks[a], *procs[a]) for a in work}
+
+
 def grade_submission(root: Path, assignment: str, student: str, timeout: float = 900,
                      env: dict | None = None) -> list[NotebookResult]:
-    """Preflight, `nbgrader autograde ASSIGNMENT --student STUDENT`, read: one result per notebook.
-    The submission is in root/submitted/<student>/<assignment>/; the gradebook must know the
-    assignment (`nbgrader generate_assignment` first)."""
+    """Stock serial nbgrader, kept for what it shows: preflight, `nbgrader autograde ASSIGNMENT
+    --student STUDENT` (one process per submission, as the README's stock commands run it), read.
+    make bench-grade's "before" and the tests that show stock nbgrader grades the course use it;
+    the course itself grades with `grade_learner`."""
     import time
 
     checks = preflights(root, assignment, student)
@@ -311,8 +315,10 @@ class ScratchCourse:
         return proc
 
     def generate(self, assignment: str) -> Path:
-        """Run generate_assignment (records the grade cells in the gradebook); returns the release dir."""
-        self.nbgrader("generate_assignment", assignment, "--force")
+        """generate_assignment (records the grade cells in the gradebook); returns the release dir."""
+        proc = generate(self.root, [assignment], self.env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"generate_assignment {assignment} failed:\n{proc.stdout}\n{proc.stderr}")
         return self.root / "course" / assignment
 
     def submit(self, student: str, assignment: str, notebook: Path, name: str | None = None) -> None:
@@ -324,9 +330,10 @@ class ScratchCourse:
         """Every submission of `assignment` in one nbgrader run (the tests' fast path)."""
         return self.nbgrader("autograde", assignment, "--force", check=False)
 
-    def grade(self, assignment: str, student: str, timeout: float = 900) -> list[NotebookResult]:
-        """One learner's submission, graded and classified as `make grade` does it."""
-        return grade_submission(self.root, assignment, student, timeout)
+    def grade(self, assignment: str, student: str, timeout: float = 900, feedback: bool = True
+              ) -> list[NotebookResult]:
+        """One learner's submission, graded and classified as `make grade` does it (grade_learner)."""
+        return grade_learner(self.root, student, [assignment], timeout, self.env, feedback=feedback)[student, assignment]
 
     def results(self, assignment: str, students: list[str]) -> list[NotebookResult]:
         return [read(self.root, assignment, s, nb) for s in students for nb in notebooks(self.root, assignment)]

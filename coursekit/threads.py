@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import os
 
+from coursekit import settings
+
 NAMES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
-KERNEL_THREADS = int(os.environ.get("COURSE_KERNEL_THREADS") or 1)
+KERNEL_THREADS = settings.KERNEL_THREADS.get()
 
 
 def cores() -> int:

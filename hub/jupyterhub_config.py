@@ -28,17 +28,21 @@ Settings, from the environment:
 """
 import json
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821
 
 REPO = Path(__file__).resolve().parent.parent
-STATE = Path(os.environ.get("COURSE_HUB_STATE", REPO / "build" / "hub")).resolve()
-EXCHANGE = Path(os.environ.get("COURSE_HUB_EXCHANGE", STATE / "exchange")).resolve()
-PORT = int(os.environ.get("COURSE_HUB_PORT", "8000"))
-USERS = {u.strip() for u in os.environ.get("COURSE_HUB_USERS", "ada,bo,cy").split(",") if u.strip()}
-PYTHON = os.environ.get("COURSE_HUB_PYTHON", str(REPO / "learner-env" / "bin" / "python"))
-PROXY = os.environ.get("COURSE_HUB_PROXY", str(REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"))
+sys.path.insert(0, str(REPO))  # coursekit.settings, where every COURSE_ variable is declared
+from coursekit import settings  # noqa: E402
+
+STATE = Path(settings.HUB_STATE.get() or REPO / "build" / "hub").resolve()
+EXCHANGE = Path(settings.HUB_EXCHANGE.get() or STATE / "exchange").resolve()
+PORT = settings.HUB_PORT.get()
+USERS = settings.HUB_USERS.get()
+PYTHON = settings.HUB_PYTHON.get() or str(REPO / "learner-env" / "bin" / "python")
+PROXY = settings.HUB_PROXY.get() or str(REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")
 
 # the hub: its state under STATE, everything on the loopback interface
 STATE.mkdir(parents=True, exist_ok=True)
@@ -53,7 +57,7 @@ c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
 
 # who may log in: the named learners, with the shared password
 c.JupyterHub.authenticator_class = "shared-password"
-c.SharedPasswordAuthenticator.user_password = os.environ["COURSE_HUB_PASSWORD"]
+c.SharedPasswordAuthenticator.user_password = os.environ[settings.HUB_PASSWORD.name]  # required: a KeyError without it
 c.Authenticator.allowed_users = USERS
 
 # each learner's server: JupyterLab from learner-env/, started in home/<learner>/

@@ -38,7 +38,7 @@ def compare(target, proposers: dict, workloads: dict, n: int, K: int = 4, schedu
             temperature: float = 0.0, repeats: int = 3) -> list[dict]:
     """Speculative decoding with each proposer (and each schedule, {name: dict(K=..., adapt=...)})
     on each workload {name: prompt ids}, timed side by side with plain cached decoding of the same
-    target: fastest of `repeats` runs each (`specdec.timing.limit_repeats` caps it while grading).
+    target: fastest of `repeats` runs each (capped at one while grading: specdec.timing.capped_repeats).
     Rows: workload, proposer, schedule, alpha (accepted / tested drafts), tokens_per_round, mean_K,
     speedup, and stats (the counters of `speculate`, from the last run; at temperature 0 every run
     gives the same)."""

@@ -15,7 +15,7 @@ name that device. ids on another device raise, as they do with the shipped model
 verifier. Their cache holds the token ids it was fed, position by position (a bigram needs no
 keys or values), and every call is written to the model's `events`, so a checker can see what
 each model was fed and what its cache held: `reset_events()` before a call, `events` after it
-(in the grader, the kernel sends them back with the call's reply, specdec.remote).
+(in the grader, the kernel sends them back with the call's reply, coursekit.judge.wire).
 What it leaves out: the tree pass (`extend_tree`, `keep`) of notebook 06.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from specdec.model import Config
+from specdec.model import Config, MadeBy
 
 _CLOCK = itertools.count()  # one clock for every toy model, so a checker can interleave two models' events
 
@@ -116,11 +116,12 @@ class CachedBigramModel(BigramModel):
         return logits
 
 
-def _build(tables, device, cache: bool, made_by: tuple):
+def _build(tables, device, cache: bool, factory: str, kwargs: dict):
+    """The pair's models, each with how grading rebuilds it in the learner's kernel (MadeBy)."""
     pair = []
     for i, table in enumerate(tables):
         model = (CachedBigramModel(table, i) if cache else BigramModel(table)).to(device).eval()
-        model.made_by = made_by + (i,) + ((True,) if cache else ())
+        model.made_by = MadeBy(factory, kwargs, item=i)
         pair.append(model)
     return tuple(pair)
 
@@ -144,7 +145,7 @@ def text_pair(device: str | torch.device = "cpu") -> tuple[CachedBigramModel, Ca
         target[a, text_next] = 5.0
         off_text = T + (a % (V - T)) if a < T else T + ((a - T + 1) % (V - T))
         draft[a, off_text if (a >= T or a % 5 == 4 or a % 7 == 2) else text_next] = 5.0
-    return _build((target, draft), device, True, ("text_pair", str(device), None))
+    return _build((target, draft), device, True, "text_pair", {"device": str(device)})
 
 
 def toy_pair(device: str | torch.device = "cpu", close: bool = False,
@@ -163,5 +164,4 @@ def toy_pair(device: str | torch.device = "cpu", close: bool = False,
                           [0.0, 1.0, 0.0, 1.0]])
     if close:
         draft = (target + draft) / 2
-    # made_by: how grading rebuilds the model in the learner's kernel (specdec.remote)
-    return _build((target, draft), device, cache, ("toy_pair", str(device), close))
+    return _build((target, draft), device, cache, "toy_pair", {"device": str(device), "close": close, "cache": cache})

@@ -16,6 +16,7 @@ from pathlib import Path
 from coursekit import registry, threads
 from coursekit.nbg import ScratchCourse
 from tests.notebooks import fill
+from tests.catalogue import answers
 
 
 def derived_class(assignment: str) -> dict[str, dict | None]:
@@ -26,17 +27,17 @@ def derived_class(assignment: str) -> dict[str, dict | None]:
     out get the first correct answer, so one mistake is graded on its own). Every other catalogued
     answer is run through the same checkers in process by tests/test_checkers.py."""
     a = registry.read(assignment)
-    answers = a.answers()
-    first = {ex: answers.CORRECT[ex][0] for ex in a.exercises}
-    last = {ex: answers.CORRECT[ex][-1] for ex in a.exercises}
+    catalogue = answers(a)
+    first = {ex: catalogue.CORRECT[ex][0] for ex in a.exercises}
+    last = {ex: catalogue.CORRECT[ex][-1] for ex in a.exercises}
     wrong = {}
-    for key, items in answers.WRONG.items():
+    for key, items in catalogue.WRONG.items():
         wrong.setdefault(a.exercise_of(key), items[0][0])
     out = {"reference": None, "blank": {}, "correct_first": first}
     if last != first:
         out["correct_last"] = last
     out["wrong_first"] = wrong
-    for student, learner in getattr(answers, "END_TO_END", {}).items():
+    for student, learner in getattr(catalogue, "END_TO_END", {}).items():
         out[student] = {**first, **learner}
     return out
 
@@ -88,16 +89,16 @@ def outcomes(assignment: str, learner) -> dict[str, list[str]]:
     a = registry.read(assignment)
     if learner is None:
         return {ex: [] for ex in a.exercises}
-    answers = a.answers()
+    catalogue = answers(a)
     out = {}
     for ex in a.exercises:
         fn = learner.get(ex)
         if fn is None:
             out[ex] = [STUB_HINT]
-        elif any(fn is ok for ok in answers.CORRECT.get(ex, [])):
+        elif any(fn is ok for ok in catalogue.CORRECT.get(ex, [])):
             out[ex] = []
         else:
-            out[ex] = [phrase for key, items in answers.WRONG.items() if a.exercise_of(key) == ex
+            out[ex] = [phrase for key, items in catalogue.WRONG.items() if a.exercise_of(key) == ex
                        for wrong, phrase in items if wrong is fn]
             assert out[ex], f"{assignment}: {fn.__name__} is in neither CORRECT[{ex!r}] nor WRONG of answers_{a.number}"
     return out

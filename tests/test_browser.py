@@ -37,6 +37,7 @@ from coursekit.lab import command
 from coursekit.nbg import with_reference_answers
 from coursekit.paths import COURSE, REPO, SOURCE
 from coursekit.workspace import sync
+from coursekit import settings
 
 # Browsers Playwright's Chromium driver can run, in the order they are tried.
 CANDIDATES = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"]
@@ -44,8 +45,8 @@ CANDIDATES = ["chromium", "chromium-browser", "google-chrome", "google-chrome-st
 
 def find_browser() -> str | None:
     """COURSE_CHROMIUM if set, else the first Chromium or Chrome on PATH, else None."""
-    if os.environ.get("COURSE_CHROMIUM"):
-        return os.environ["COURSE_CHROMIUM"]
+    if settings.CHROMIUM.is_set():
+        return settings.CHROMIUM.get()
     return next((path for path in map(shutil.which, CANDIDATES) if path), None)
 
 
@@ -61,9 +62,9 @@ A01, A02 = "01_acceptance_chain", "02_cost_and_speedup"
 TOKEN = "course-browser-test"
 
 # One skip line for the whole module, not one per test.
-if os.environ.get("COURSE_BROWSER_TESTS") == "0":
+if not settings.BROWSER_TESTS.get():
     pytest.skip("COURSE_BROWSER_TESTS=0: browser tests skipped on request", allow_module_level=True)
-if CHROMIUM is None and os.environ.get("COURSE_REQUIRE_BROWSER") != "1":
+if CHROMIUM is None and not settings.REQUIRE_BROWSER.get():
     pytest.skip(ENABLE, allow_module_level=True)
 
 

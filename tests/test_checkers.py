@@ -14,6 +14,7 @@ from coursekit import registry
 from solutions.checks import a01, a03
 from solutions.checks._common import CheckFailure, agreed, fail, one_sentence
 from solutions.reference import a01_acceptance_chain as ref01
+from tests.catalogue import answers
 
 COURSE = registry.by_number()
 
@@ -30,7 +31,7 @@ def test_reference_passes(nb, exercise):
 
 
 @pytest.mark.parametrize("nb, exercise, answer", [
-    (nb, ex, fn) for nb, a in COURSE.items() for ex, fns in a.answers().CORRECT.items() for fn in fns
+    (nb, ex, fn) for nb, a in COURSE.items() for ex, fns in answers(a).CORRECT.items() for fn in fns
 ], ids=_name)
 def test_differently_written_correct_answers_pass(nb, exercise, answer):
     for check in COURSE[nb].checkers(exercise):
@@ -65,7 +66,7 @@ def _hints_shown(nb, key, answer):
 
 
 @pytest.mark.parametrize("nb, key, answer, phrase", [
-    (nb, key, fn, phrase) for nb, a in COURSE.items() for key, items in a.answers().WRONG.items() for fn, phrase in items
+    (nb, key, fn, phrase) for nb, a in COURSE.items() for key, items in answers(a).WRONG.items() for fn, phrase in items
 ], ids=_name)
 def test_known_mistakes_fail_with_their_hint(nb, key, answer, phrase):
     """Each known mistake fails, and the one sentence its exercise shows (issue 32: every failing hidden test of
@@ -81,7 +82,7 @@ def test_known_mistakes_fail_with_their_hint(nb, key, answer, phrase):
 
 
 @pytest.mark.parametrize("nb, key, answer, phrase", [
-    (nb, key, fn, phrase) for nb in ("01", "02", "05") for key, items in COURSE[nb].answers().WRONG.items()
+    (nb, key, fn, phrase) for nb in ("01", "02", "05") for key, items in answers(COURSE[nb]).WRONG.items()
     for fn, phrase in items
 ], ids=_name)
 def test_the_wrapped_checks_show_one_sentence(nb, key, answer, phrase):
@@ -106,7 +107,7 @@ def test_a_later_cell_names_the_mistake_an_earlier_one_found(nb, checker, answer
 
     module, name = checker.split(".")
     check = getattr(importlib.import_module(f"solutions.checks.{module}"), name)
-    wrong = getattr(COURSE[nb].answers(), answer)
+    wrong = getattr(answers(COURSE[nb]), answer)
     with pytest.raises(CheckFailure) as raw:
         check.__wrapped__(wrong)
     assert phrase not in str(raw.value)  # alone, the later cell says something else
@@ -199,7 +200,7 @@ def _visible_namespace(nb):
 
 
 @pytest.mark.parametrize("nb, exercise, answer", [
-    (nb, ex, fn) for nb, a in COURSE.items() for ex, fns in a.answers().CORRECT.items() for fn in fns
+    (nb, ex, fn) for nb, a in COURSE.items() for ex, fns in answers(a).CORRECT.items() for fn in fns
 ], ids=_name)
 def test_differently_written_correct_answers_pass_the_visible_tests(nb, exercise, answer, capsys):
     """A correct answer must not lose the visible tests' points either (their tolerances are the
@@ -258,7 +259,7 @@ def test_checkers_are_deterministic(check, answer):
 
 def test_checkers_do_not_warn(recwarn):
     """A warning reaching stderr would zero a passing nbgrader cell."""
-    a01.check_expected_tokens_edges(COURSE["01"].answers().expected_closed_form)
+    a01.check_expected_tokens_edges(answers(COURSE["01"]).expected_closed_form)
     assert not recwarn.list
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from coursekit.cluster import LoopbackCluster
-from coursekit.grade import SCRATCH_ENV, grade
+from coursekit import settings
+from coursekit.grade import grade
 from coursekit.nbg import ScratchCourse
 from tests.test_exchange import HINT, answers
 from tests.test_exchange import grades_csv as exchange_grades_csv
@@ -48,7 +49,7 @@ def cohort(root: Path, learners: dict[str, str]) -> ScratchCourse:
 def cluster(tmp_path):
     scratch = tmp_path / "workers"  # where the workers unpack their tasks
     scratch.mkdir()
-    with LoopbackCluster(tmp_path, workers=2, env={SCRATCH_ENV: str(scratch)}) as c:
+    with LoopbackCluster(tmp_path, workers=2, env={settings.GRADING_SCRATCH.name: str(scratch)}) as c:
         c.scratch = scratch
         yield c
 

@@ -22,8 +22,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit import sandbox
-from coursekit.grade import SCRATCH_ENV, grade, report
+from coursekit.judge import sandbox
+from coursekit import settings
+from coursekit.grade import grade, report
 from coursekit.nbg import ScratchCourse
 from coursekit.registry import read as read_assignment
 from tests.notebooks import with_reference_answers
@@ -128,7 +129,7 @@ NOTEBOOK_CASES = {
         "_fd >= 0 and _libc.close(_fd)"), FULL, "native code"),
     "leaves_process": (_prepend("import ctypes\nctypes.CDLL(None).system(b'sleep 4321 &')"), FULL, "native code"),
     # Replacing the kernel's side of the channel fails closed: no hidden test can reach an answer.
-    "replaces_serve": (_append("import specdec.remote\nspecdec.remote.serve = lambda *a, **k: None"),
+    "replaces_serve": (_append("import coursekit.judge.wire\ncoursekit.judge.wire.serve = lambda *a, **k: None"),
                        read_assignment(A).points("accepted_pmf"), "patches the course's helpers"),
     "writes_outside": (_prepend("open('/etc/course-pwned', 'w').write('x')"), None, "refused by the grading sandbox"),
     "writes_gradebook": (_prepend("open('../../../gradebook.db', 'w').write('all A')"), None, "gradebook"),
@@ -183,9 +184,10 @@ def graded_corpus(mode, tmp_path_factory, students=ALL_CASES):
     # make grade's workers (started by each grade() call, so they see this environment) unpack
     # their learners here instead of the temp folder: the tests can see what they leave behind
     workers = tmp_path_factory.mktemp("workers")
-    settings = {"COURSE_SANDBOX_BWRAP": "1" if mode == sandbox.BWRAP else "0", SCRATCH_ENV: str(workers)}
-    saved = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
+    chosen = {settings.SANDBOX_BWRAP.name: "1" if mode == sandbox.BWRAP else "0",
+              settings.GRADING_SCRATCH.name: str(workers)}
+    saved = {name: os.environ.get(name) for name in chosen}
+    os.environ.update(chosen)
     try:
         yield dict(_grade_corpus(tmp_path_factory, mode, set(students)), workers=workers)
     finally:

@@ -5,7 +5,7 @@ sandbox layer (SANDBOX_CASES) are graded here, once; where it does not, test_cor
 skipped and this module grades the whole corpus, three times, as test_corpus.py does."""
 import pytest
 
-from coursekit import sandbox
+from coursekit.judge import sandbox
 from tests.test_corpus import *  # noqa: F401,F403 - the same tests, collected here too
 from tests.test_corpus import ALL_CASES, SANDBOX_CASES, assert_score_and_explanation, graded_corpus, has_bubblewrap
 

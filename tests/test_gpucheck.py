@@ -10,7 +10,7 @@ from coursekit.paths import REPO
 
 
 def test_a_cell_time_and_the_check_it_calls_are_read_from_the_notebook():
-    cell = {"source": 'from solutions.checks.run import verdict\nhint = verdict("a04.check_x", f)\n',
+    cell = {"source": 'from coursekit.judge.verdict import verdict\nhint = verdict("a04.check_x", f)\n',
             "metadata": {"execution": {"iopub.execute_input": "2026-12-04T10:00:00.000000Z",
                                        "shell.execute_reply": "2026-12-04T10:00:12.500000Z"}}}
     assert gpucheck.hidden_check(cell) == "a04.check_x"

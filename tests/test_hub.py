@@ -41,10 +41,11 @@ from tests import learner_env
 from tests.e2e import STUB_HINT
 from tests.notebooks import fill
 from tests.test_exchange import (A, COURSE, HINT, LEARNERS, answers, assert_cohort_scores, base_env, instructor_grade,
+from coursekit import settings
                                  instructor_release, page_score, score_of)
 
 CONFIG = paths.REPO / "hub" / "jupyterhub_config.py"
-PROXY = os.environ.get("COURSE_HUB_PROXY") or str(paths.REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")
+PROXY = settings.HUB_PROXY.get() or str(paths.REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")
 PASSWORD = "speculate-then-verify"
 TIMEOUT = 180  # seconds for the hub or a learner's server to come up on a busy 2-core machine
 
@@ -181,7 +182,7 @@ def stop(proc: subprocess.Popen, state: Path) -> None:
 def hub(tmp_path_factory):
     if not os.access(PROXY, os.X_OK):
         msg = f"configurable-http-proxy not found at {PROXY}: run `make hub-proxy` (needs npm) to run the JupyterHub tests"
-        if os.environ.get("COURSE_REQUIRE_HUB") == "1":
+        if settings.REQUIRE_HUB.get():
             pytest.fail(msg)
         pytest.skip(msg)
     tmp = tmp_path_factory.mktemp("hub")
@@ -193,9 +194,9 @@ def hub(tmp_path_factory):
 
     port = free_ports()
     url = f"http://127.0.0.1:{port}"
-    hub_env = dict(base_env(), COURSE_HUB_PASSWORD=PASSWORD, COURSE_HUB_USERS=",".join(LEARNERS),
-                   COURSE_HUB_STATE=str(state), COURSE_HUB_EXCHANGE=str(exchange), COURSE_HUB_PORT=str(port),
-                   COURSE_HUB_PYTHON=str(env["python"]), COURSE_HUB_PROXY=PROXY)
+    hub_env = settings.child_env({settings.HUB_PASSWORD: PASSWORD, settings.HUB_USERS: ",".join(LEARNERS),
+                                  settings.HUB_STATE: state, settings.HUB_EXCHANGE: exchange, settings.HUB_PORT: port,
+                                  settings.HUB_PYTHON: env["python"], settings.HUB_PROXY: PROXY}, base=base_env())
     hub_log = tmp / "jupyterhub.log"
     state.mkdir()
     with open(hub_log, "w") as fh:

@@ -7,6 +7,7 @@ import pytest
 from coursekit import registry
 from coursekit.nbg import CellResult
 from coursekit.paths import assignments
+from tests.catalogue import answers
 
 COURSE = registry.course()
 
@@ -58,12 +59,12 @@ def test_reference_module_defines_every_exercise(a):
 def test_answer_catalogue_covers_every_exercise(a):
     """tests/answers_NN.py: a correct answer written differently and a known mistake for every exercise,
     and every key names an exercise or a hidden test's checker (a typo would silently test nothing)."""
-    answers = a.answers()
-    assert answers is not None, f"tests/answers_{a.number}.py is missing"
+    catalogue = answers(a)
+    assert catalogue is not None, f"tests/answers_{a.number}.py is missing"
     for exercise in a.exercises:
-        assert answers.CORRECT.get(exercise), f"no differently written correct {exercise} in answers_{a.number}"
-        assert [k for k in answers.WRONG if a.exercise_of(k) == exercise], f"no known mistake of {exercise}"
-    for key in list(answers.CORRECT) + list(answers.WRONG):
+        assert catalogue.CORRECT.get(exercise), f"no differently written correct {exercise} in answers_{a.number}"
+        assert [k for k in catalogue.WRONG if a.exercise_of(k) == exercise], f"no known mistake of {exercise}"
+    for key in list(catalogue.CORRECT) + list(catalogue.WRONG):
         assert a.checkers(key), key
 
 
@@ -74,7 +75,7 @@ def test_end_to_end_class_is_derived_from_the_catalogue(a):
     marks with answers unlike the reference and one who fails every exercise."""
     from tests.e2e import derived_class, outcomes
     cls = derived_class(a.name)
-    for learner in getattr(a.answers(), "END_TO_END", {}).values():
+    for learner in getattr(answers(a), "END_TO_END", {}).values():
         assert set(learner) <= set(a.exercises), set(learner) - set(a.exercises)
     assert not any(outcomes(a.name, cls["correct_first"]).values())
     assert all(outcomes(a.name, cls["wrong_first"]).values())
@@ -83,7 +84,7 @@ def test_end_to_end_class_is_derived_from_the_catalogue(a):
 
 
 def test_verdict_call_is_parsed():
-    src = '### BEGIN HIDDEN TESTS\nfrom solutions.checks.run import verdict\nhint = verdict("a01.check_x", fn)\n'
+    src = '### BEGIN HIDDEN TESTS\nfrom coursekit.judge.verdict import verdict\nhint = verdict("a01.check_x", fn)\n'
     assert registry.verdict_call(src) == ("a01.check_x", "fn")
     assert registry.verdict_call("assert f(1) == 2") is None
     with pytest.raises(ValueError):

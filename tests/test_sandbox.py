@@ -1,9 +1,10 @@
-"""Each guarantee of the grading sandbox (coursekit/sandbox.py), tested on a real kernel started
+"""Each guarantee of the grading sandbox (coursekit/judge/sandbox.py), tested on a real kernel started
 the way nbgrader starts it (nbclient with grader_config's kernel manager class)."""
 from pathlib import Path
 
 import nbformat
 import pytest
+from coursekit import settings
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
@@ -26,7 +27,7 @@ def run(cells, workdir, timeout=60):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     client = NotebookClient(nb, timeout=timeout, allow_errors=True,
-                            kernel_manager_class="coursekit.sandbox.SandboxKernelManager",
+                            kernel_manager_class="coursekit.judge.sandbox.SandboxKernelManager",
                             resources={"metadata": {"path": str(workdir)}})
     try:
         client.execute()
@@ -43,7 +44,7 @@ def run(cells, workdir, timeout=60):
 
 
 def test_grader_config_uses_the_sandbox():
-    assert 'kernel_manager_class = "coursekit.sandbox.SandboxKernelManager"' in (REPO / "grader_config.py").read_text()
+    assert 'kernel_manager_class = "coursekit.judge.sandbox.SandboxKernelManager"' in (REPO / "grader_config.py").read_text()
 
 
 def test_files_own_folder_yes_elsewhere_no(course):
@@ -73,7 +74,7 @@ def test_parallel_grading_protects_the_course_root(course, monkeypatch):
     (scratch / "autograded/alice/01_x").mkdir(parents=True)
     (scratch / "gradebook.db").write_text("copy")
     (course / ".grading/bob/submitted/bob/01_x").mkdir(parents=True)
-    monkeypatch.setenv("COURSE_SANDBOX_PROTECT", str(course))
+    monkeypatch.setenv(settings.SANDBOX_PROTECT.name, str(course))
     out = run([f"open({str(course / 'gradebook.db')!r}).read()",
                f"open({str(course / 'submitted/bob/01_x/../../../gradebook.db')!r}).read()",
                f"import os; os.listdir({str(course / '.grading/bob/submitted')!r})",
@@ -108,5 +109,5 @@ def test_memory_and_file_size_limits(course):
 
 
 def test_cpu_limit_kills_a_runaway_kernel(course, monkeypatch):
-    monkeypatch.setenv("COURSE_SANDBOX_CPU", "5")
+    monkeypatch.setenv(settings.SANDBOX_CPU.name, "5")
     assert run(["while True:\n    pass"], course / "autograded/alice/01_x", timeout=120) == ["DEAD"]

@@ -30,7 +30,6 @@ SLOW_MODULES = {
     "test_grading",  # every assignment graded end to end (the `graded` fixture)
     "test_sandbox",  # real grading kernels, a CPU-time limit run out
     "test_practice",  # notebook 05's proposers and timings on the shipped pair
-    "test_fast_reference",  # the benchmark's loop for K = 1..8 on three prompts
     "test_learner_env",  # kernels in a learner environment built for the test
     "test_trees",  # notebook 06's trees decoded on the shipped pair
     "test_exchange",  # a cohort of three through nbgrader's exchange, graded twice
@@ -39,6 +38,10 @@ SLOW_MODULES = {
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
 SLOW_CHECKERS = {"04"}  # notebooks whose checkers run the shipped model (greedy check: about 80 s CPU per answer)
+# tests/test_judge.py's channel test covers every notebook; these notebooks' cases are slow (many
+# sampling calls through the channel), and 04's are covered by its own channel tests instead
+CHANNEL_SLOW = {"03", "06"}
+CHANNEL_ELSEWHERE = SLOW_CHECKERS
 FAST_LIMIT_S = 60.0  # CPU seconds of one fast test, setup included (the small end-to-end grading takes most)
 FAST_TOTAL_S = 240.0  # CPU seconds of the whole fast tier: 2 minutes of a 2-core machine
 

@@ -20,17 +20,11 @@ from typing import Callable, Iterable
 import numpy as np
 from scipy import stats
 
+from coursekit.judge import messages
+from coursekit.judge.verdict import CheckFailure  # what fail() raises; verdict turns it into the hint
+
 # Seed of every random stream a checker draws, so the same submission always gets the same grade.
 SEED = 20_261_129
-
-
-class CheckFailure(AssertionError):
-    """A failed check; its message is the hint shown to the learner. `generic`: the check's last resort
-    (what is wrong, not which mistake it is)."""
-
-    def __init__(self, message: str = "", generic: bool = False):
-        super().__init__(message)
-        self.generic = generic
 
 
 def fail(message: str, generic: bool = False) -> None:
@@ -100,7 +94,7 @@ def call(fn: Callable, *args, name: str | None = None, on_error: dict | None = N
 def call_many(fn: Callable, calls: list, name: str | None = None, on_error: dict | None = None,
               events: bool = False) -> list:
     """[call(fn, *args, **kwargs) for args, kwargs in calls], in one exchange when fn runs in the
-    learner's kernel (coursekit.judge.RemoteFunction.many), which makes a checker's thousands of
+    learner's kernel (coursekit.judge.channel.RemoteFunction.many), which makes a checker's thousands of
     seeded draws as fast as local calls. A generator or model passed to several calls is shared by
     them, as in the loop; give each call its own copy of an array the function might change.
     `events`: a model that records what it is fed (specdec.toy.CachedBigramModel) holds, after
@@ -122,7 +116,7 @@ def _raised(exc: BaseException, fn, args, kwargs, name, on_error) -> None:
     """The hint for an exception that learner code raised."""
     __tracebackhide__ = True
     if isinstance(exc, NotImplementedError):
-        fail("not implemented yet: replace `raise NotImplementedError()` with your code.")
+        fail(messages.NOT_IMPLEMENTED)
     if not isinstance(exc, Exception):
         raise exc
     shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])

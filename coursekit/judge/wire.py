@@ -1,23 +1,24 @@
-"""The kernel's side of grading: a learner's function, called by a checker that runs elsewhere.
+"""The wire between the grader and the learner's kernel: the values that cross, the frames they
+travel in, and the kernel's loop that answers calls.
 
-While `nbgrader autograde` grades a notebook, the checkers and the reference solutions never run
-in the learner's kernel (coursekit/judge.py): for each hidden test cell the grader's process runs
-the checker, and every call the checker makes to the learner's function travels here as data,
-over a pair of named pipes, and its result travels back. So nothing the learner's code can rebind
-or read in the kernel takes part in the judgement; a kernel that answers wrongly, or not at all,
-only fails its own check.
+While a hidden test is judged (coursekit.judge.execute) the checker runs in the grader's process
+and every call it makes to the learner's function travels to the kernel as data, over a pair of
+named pipes (coursekit.judge.channel is the grader's end), and its result travels back. This
+module is the only part of the course's grading that the kernel imports: it holds no answer, no
+checker and no expected value, and imports nothing of `solutions`.
 
-This module holds no answer and no expected value: a codec for the values that cross (numbers,
-strings, lists, tuples, dicts, numpy arrays and scalars, torch tensors and devices, numpy and torch
-random generators, and the course's models by how they were made) and the loop that serves calls.
-Both sides decode with `json` and `numpy.frombuffer` (plain numeric dtypes only): nothing
-received is executed.
-
-Calls travel in batches (a single call is a batch of one): a batch names each generator or model
-once and its calls share it, as a loop of local calls would. Each call's reply carries the return
-value and the arguments the function changed (so the checker sees in-place changes as with a
-local call), or the exception's type name and message; the batch's reply ends with the shared
-generators as the calls left them.
+- The codec: numbers, strings, lists, tuples, dicts, numpy arrays and scalars, torch tensors and
+  devices, numpy and torch random generators, and the course's models by how they were made
+  (`specdec.model.MadeBy`, rebuilt from the factory table `specdec.model.factories`). Both sides
+  decode with `json` and `numpy.frombuffer` (plain numeric dtypes only): nothing received is
+  executed, and only the kernel's side rebuilds models.
+- One framing for both ends: an 8-byte little-endian length, then that many bytes of JSON, at
+  most MAX_FRAME (`frame`, `frame_size`).
+- Calls travel in batches (a single call is a batch of one): a batch names each generator or model
+  once and its calls share it, as a loop of local calls would. Each call's reply carries the
+  return value and the arguments the function changed (so the checker sees in-place changes as
+  with a local call), or the exception's type name and message; the batch's reply ends with the
+  shared generators as the calls left them.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import warnings
 import numpy as np
 
 MAX_FRAME = 1 << 29  # 512 MiB: a reply larger than this is refused, not read
-_MODELS: dict = {}  # the kernel's models, built once per description
+_MODELS: dict = {}  # the kernel's models, built once per description (MadeBy)
 
 
 # ---------------------------------------------------------------- codec
@@ -101,9 +102,9 @@ def encode(obj):
         return {"t": "device", "v": str(obj)}
     if torch is not None and isinstance(obj, torch.Generator):
         return {"t": "tgen", "v": _npy(obj.get_state().numpy()), "device": str(obj.device)}
-    made = getattr(obj, "made_by", None)
-    if isinstance(made, tuple):
-        return {"t": "model", "v": list(made)}
+    made = _made_by(obj)
+    if made is not None:
+        return {"t": "model", "v": made.to_json()}
     raise TypeError(f"a {type(obj).__name__}")
 
 
@@ -145,25 +146,26 @@ def decode(data, models: bool = False):
         gen.set_state(torch.from_numpy(_from_npy(value).copy()))
         return gen
     if kind == "model" and models:
-        return _model(tuple(value))
+        return _model(value)
     raise TypeError(f"cannot decode {kind!r}")
 
 
-def _model(made_by: tuple):
-    """The course's models, built in the kernel from how the checker's copy was made."""
-    if made_by not in _MODELS:
-        from specdec.model import load
-        from specdec.toy import text_pair, toy_pair
+def _made_by(obj):
+    """How one of the course's models was made (specdec.model.MadeBy), or None for anything else.
+    Only a process that has imported specdec.model can hold such a model."""
+    model = sys.modules.get("specdec.model")
+    made = getattr(obj, "made_by", None)
+    return made if model is not None and isinstance(made, model.MadeBy) else None
 
-        name, *args = made_by
-        if name == "load":
-            _MODELS[made_by] = load(args[0], args[1])
-        elif name == "toy_pair":
-            _MODELS[made_by] = toy_pair(args[0], close=args[1], cache=len(args) > 3 and bool(args[3]))[args[2]]
-        elif name == "text_pair":
-            _MODELS[made_by] = text_pair(args[0])[args[2]]
-        else:
-            raise TypeError(f"no model {name!r}")
+
+def _model(description: dict):
+    """The course's models, built in the kernel from how the checker's copy was made: a factory
+    of the one table, specdec.model.factories (MadeBy.from_json refuses anything else)."""
+    from specdec.model import MadeBy
+
+    made_by = MadeBy.from_json(description)
+    if made_by not in _MODELS:
+        _MODELS[made_by] = made_by.build()
     return _MODELS[made_by]
 
 
@@ -190,9 +192,24 @@ def update_in_place(local, after) -> None:
 
 # ---------------------------------------------------------------- frames
 
+HEADER = struct.Struct("<Q")  # a frame: its length as 8 bytes, little-endian, then the JSON
+
+
+class FrameTooLarge(ValueError):
+    """A frame announced more than MAX_FRAME bytes: refused before it is read."""
+
+
 def frame(message: dict) -> bytes:
     payload = json.dumps(message).encode()
-    return struct.pack("<Q", len(payload)) + payload
+    return HEADER.pack(len(payload)) + payload
+
+
+def frame_size(header: bytes) -> int:
+    """The length a frame's header announces; FrameTooLarge past MAX_FRAME."""
+    (size,) = HEADER.unpack(header)
+    if size > MAX_FRAME:
+        raise FrameTooLarge("a frame larger than the channel allows")
+    return size
 
 
 def unframe(payload: bytes) -> dict:
@@ -217,10 +234,7 @@ def read_exactly(fd: int, n: int) -> bytes:
 
 
 def read_frame(fd: int) -> dict:
-    (size,) = struct.unpack("<Q", read_exactly(fd, 8))
-    if size > MAX_FRAME:
-        raise ValueError("a frame larger than the channel allows")
-    return unframe(read_exactly(fd, size))
+    return unframe(read_exactly(fd, frame_size(read_exactly(fd, HEADER.size))))
 
 
 # ---------------------------------------------------------------- the kernel's loop
@@ -242,7 +256,7 @@ def _shareable(obj) -> bool:
     call advances them) and the course's models."""
     torch = _torch()
     kinds = (np.random.Generator,) + ((torch.Generator,) if torch else ())
-    return isinstance(obj, kinds) or isinstance(getattr(obj, "made_by", None), tuple)
+    return isinstance(obj, kinds) or _made_by(obj) is not None
 
 
 def _content(obj):
@@ -402,7 +416,7 @@ def _many(fn, message: dict) -> dict:
                     replies[-1]["events"] = [[i, None] for i, _ in recorders]
             if "error" in replies[-1]:
                 break
-    return {"many": replies, "shared": [_encode_or_none(v) if not hasattr(v, "made_by") else None for v in shared]}
+    return {"many": replies, "shared": [_encode_or_none(v) if _made_by(v) is None else None for v in shared]}
 
 
 def serve(fn, requests: str, replies: str) -> None:

@@ -2,7 +2,7 @@
 `make grade`).
 
 grader_config.py sets `c.Execute.kernel_manager_class` to `SandboxKernelManager`, so every
-grading kernel starts as `python -m coursekit.sandbox -f <connection file>` instead of
+grading kernel starts as `python -m coursekit.judge.sandbox -f <connection file>` instead of
 `python -m ipykernel_launcher`, and, where bubblewrap works (`mode()`), inside bubblewrap
 (`bwrap_command`: own mount, PID, IPC and network namespaces; the file system read-only; the
 grading data, references, checkers and source notebooks hidden; writable only the learner's
@@ -36,7 +36,7 @@ rest as errors). What it does NOT guarantee without bubblewrap: native code (cty
 subject to audit hooks and can bypass the Python-level rules (under bubblewrap it meets the
 same read-only, namespaced machine), and as root the process limit does
 not apply (the kernel refuses os.fork instead). No score depends on what the kernel's own Python
-concludes: hidden tests are judged in the grader's process (coursekit.judge). For hostile
+concludes: hidden tests are judged in the grader's process (coursekit.judge.execute). For hostile
 cohorts, grade inside a disposable container or VM as well.
 """
 from __future__ import annotations
@@ -49,13 +49,11 @@ from pathlib import Path
 from jupyter_client.ioloop import AsyncIOLoopKernelManager
 from traitlets import Bool
 
-from coursekit import threads
+from coursekit import settings, threads
 
 GiB = 1024 ** 3
-LIMITS = dict(memory=int(os.environ.get("COURSE_SANDBOX_MEMORY", 8 * GiB)),
-              cpu=int(os.environ.get("COURSE_SANDBOX_CPU", 900)),
-              file=int(os.environ.get("COURSE_SANDBOX_FILE", 64 * 1024 ** 2)),
-              processes=int(os.environ.get("COURSE_SANDBOX_PROCESSES", 64)))
+LIMITS = dict(memory=settings.SANDBOX_MEMORY.get(), cpu=settings.SANDBOX_CPU.get(),
+              file=settings.SANDBOX_FILE.get(), processes=settings.SANDBOX_PROCESSES.get())
 
 NETWORK = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
            "socket.gethostbyname", "socket.gethostbyaddr"}
@@ -86,7 +84,9 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
         nothing of other kernels (their connection files and keys) is visible to it."""
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         # one torch/BLAS thread and a passive OpenMP wait (coursekit.threads: why)
-        kw["env"] = {**(kw.get("env") or os.environ), **threads.env(threads.KERNEL_THREADS)}
+        # and timings that only need to run: specdec.timing makes one repeat of each
+        kw["env"] = settings.child_env({**threads.env(threads.KERNEL_THREADS), settings.TIMING_REPEATS: 1},
+                                       base=kw.get("env") or os.environ)
         if mode() == BWRAP:
             import tempfile
 
@@ -123,7 +123,7 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         if "ipykernel_launcher" in cmd:
             i = cmd.index("ipykernel_launcher")
-            cmd = [sys.executable, "-m", "coursekit.sandbox", *cmd[i + 1:]]
+            cmd = [sys.executable, "-m", "coursekit.judge.sandbox", *cmd[i + 1:]]
         if mode() == BWRAP:
             cmd = bwrap_command(cmd, getattr(self, "_workdir", Path.cwd()), self._private)
         return cmd
@@ -169,7 +169,7 @@ def mode() -> str:
     import shutil
     import subprocess
 
-    wanted = os.environ.get("COURSE_SANDBOX_BWRAP", "auto")
+    wanted = settings.SANDBOX_BWRAP.get()
     if wanted == "0":
         return AUDIT
     if "bwrap" not in _MODE:
@@ -196,7 +196,7 @@ def _course_roots(workdir: Path) -> list[Path]:
 def _protected() -> list[Path]:
     """The course roots named in COURSE_SANDBOX_PROTECT (os.pathsep-separated): under make grade,
     the worker's run folder (where the run's other learners are graded) and the main course root."""
-    return [Path(p).resolve() for p in os.environ.get("COURSE_SANDBOX_PROTECT", "").split(os.pathsep) if p]
+    return settings.SANDBOX_PROTECT.get()
 
 
 def hidden_paths(workdir: Path) -> list[Path]:
@@ -235,7 +235,7 @@ def bwrap_command(cmd: list[str], workdir: Path, private: Path) -> list[str]:
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
     args += ["--bind", str(workdir), str(workdir), "--bind", str(private), str(private),
-             "--setenv", "TMPDIR", "/tmp", "--setenv", "COURSE_SANDBOX_MODE", BWRAP,
+             "--setenv", "TMPDIR", "/tmp", "--setenv", settings.SANDBOX_MODE.name, BWRAP,
              "--setenv", "MPLCONFIGDIR", str(private / "matplotlib"), "--setenv", "IPYTHONDIR", str(private / "ipython"),
              # ipykernel shuts down when its parent's pid changes; in its own PID namespace it always
              # has (--die-with-parent ends it with the grader instead)
@@ -271,7 +271,7 @@ def install_rules(workdir: Path) -> None:
     workdir = workdir.resolve()
     temp = Path(os.environ.get("TMPDIR", "/tmp")).resolve()
     # the references and checkers are among them: the hidden tests are judged in the grader's
-    # process (coursekit.judge), so nothing in the kernel needs them
+    # process (coursekit.judge.execute), so nothing in the kernel needs them
     blocked = hidden_paths(workdir)
     roots = _course_roots(workdir)  # no writes there even when they lie under the temp folder
     log = workdir / ".sandbox-refusals.log"
@@ -336,9 +336,6 @@ def install_rules(workdir: Path) -> None:
 
 
 def main() -> None:
-    from specdec.timing import limit_repeats
-
-    limit_repeats(1)  # grading runs the measurement cells once: the grade never depends on them
     set_limits()
     _warm_up()
     from ipykernel.kernelapp import IPKernelApp
