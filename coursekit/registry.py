@@ -114,8 +114,13 @@ def exercise_of(grade_id: str) -> str:
 @cache
 def read(assignment: str) -> Assignment:
     """Parse the assignment's source notebook(s)."""
+    return parse(assignment, source_notebooks(assignment))
+
+
+def parse(assignment: str, paths) -> Assignment:
+    """The assignment that the notebooks `paths` describe (ValueError for a cell that breaks the rules)."""
     exercises, cells = [], []
-    for path in source_notebooks(assignment):
+    for path in paths:
         for cell in nbformat.read(path, as_version=4).cells:
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("solution") and cell.cell_type == "code":
