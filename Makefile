@@ -12,7 +12,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 PIP_INSTALL = for try in 1 2 3; do $(1) -m pip install --quiet $(2) && break; \
   [ $$try = 3 ] && exit 1; echo "pip install failed (try $$try of 3); trying again in 10 s" >&2; sleep 10; done
 
-.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-threads gpu-check train heads grade
+.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-merge bench-threads gpu-check train heads grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ gpu-check: $(STAMP) ## on a CUDA machine: notebooks 04-06 with the reference ans
 
 bench-grade: $(STAMP) ## grading before and after side by side (one learner), and a cohort on a two-worker loopback cluster
 	$(BIN)/python benchmarks/grading.py
+
+bench-merge: $(STAMP) ## recording graded learners in the course: one at a time vs in batches (1,000 synthetic learners of 01)
+	$(BIN)/python benchmarks/merge.py
 
 bench-threads: $(STAMP) ## torch threads and OpenMP's wait policy, quiet and with one core busy, side by side
 	$(BIN)/python benchmarks/threads.py

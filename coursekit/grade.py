@@ -30,10 +30,11 @@ own on the worker (COURSE_GRADING_SCRATCH or the temp folder, then coursekit-gra
 (coursekit.batch: autograde and feedback per assignment through nbgrader's API, each submission
 still under its own limit) and sends back the rows and a tar of the learner's autograded/,
 feedback/ and scratch gradebook; no shared filesystem is assumed and nothing stays on the worker.
-The main process alone merges each result as it arrives: the folders are unpacked into
-.grading/<student>/ and copied over, and the submission's scores and comments are copied into
-the course gradebook through nbgrader's own API, keyed by name (assignment, notebook, cell,
-student), never by database row. A task whose worker dies is sent to another worker by the
+The main process alone records each result as it arrives (coursekit.merge.Merger): the folders
+are unpacked into .grading/<student>/ and moved into place, and the submission's scores and
+comments are written into the course gradebook in batches of learners (one session and one
+commit a batch), keyed by name (assignment, notebook, cell, student), never by database row,
+with the same result as nbgrader's own API one learner at a time (tests/test_merge.py). A task whose worker dies is sent to another worker by the
 scheduler and starts again from a clean folder; its result is merged once. Scores are the same
 as with `--jobs 1` (tests/test_cluster.py, and the hostile corpus graded both ways). On a local
 cluster each learner's nbgrader process gets cores/N torch/BLAS threads and every grading kernel
@@ -60,56 +61,9 @@ from tqdm import tqdm
 from coursekit import settings
 from coursekit.batch import generate
 from coursekit.judge.sandbox import SCRATCH_ROOTS as SCRATCH  # per-learner roots, inside the course root
+from coursekit.merge import Merger
 from coursekit.nbg import NotebookResult, grade_learner, run, scratch_root
 from coursekit.threads import env as thread_env, share
-
-
-def merge_gradebook(into: Path, source: Path, pairs: list[tuple[str, str]]) -> None:
-    """Copy the submissions `pairs` ((assignment, student)) from gradebook `source` into gradebook
-    `into`, replacing what `into` had for them: timestamps, flags, every grade's scores and every
-    comment. Rows are found by name through nbgrader's API, so the two databases' row ids never
-    matter. A submission that `source` does not have (nbgrader never recorded it) is left alone."""
-    import warnings
-
-    from nbgrader.api import Gradebook, MissingEntry
-    from sqlalchemy.exc import SAWarning
-
-    # nbgrader's add_submission builds rows before adding them to the session, which SQLAlchemy
-    # warns about (stock autograde does the same, out of sight); the rows are stored correctly.
-    with warnings.catch_warnings(), Gradebook(f"sqlite:///{source}") as src, Gradebook(f"sqlite:///{into}") as dst:
-        warnings.filterwarnings("ignore", category=SAWarning)
-        for assignment, student in pairs:
-            try:
-                sub = src.find_submission(assignment, student)
-            except MissingEntry:
-                continue
-            who = sub.student
-            dst.update_or_create_student(student, first_name=who.first_name, last_name=who.last_name,
-                                         email=who.email, lms_user_id=who.lms_user_id)
-            dst.update_or_create_submission(assignment, student, timestamp=sub.timestamp, extension=sub.extension)
-            for nb in sub.notebooks:
-                target = dst.find_submission_notebook(nb.name, assignment, student)
-                target.flagged, target.late_submission_penalty = nb.flagged, nb.late_submission_penalty
-                for g in nb.grades:
-                    t = dst.find_grade(g.name, nb.name, assignment, student)
-                    t.auto_score, t.manual_score, t.extra_credit = g.auto_score, g.manual_score, g.extra_credit
-                    t.needs_manual_grade = g.needs_manual_grade
-                for c in nb.comments:
-                    t = dst.find_comment(c.name, nb.name, assignment, student)
-                    t.auto_comment, t.manual_comment = c.auto_comment, c.manual_comment
-            dst.db.commit()
-
-
-def _merge(root: Path, scratch: Path, rows: list[NotebookResult]) -> None:
-    for row in rows:
-        for kind in ("autograded", "feedback"):
-            src, dst = (r / kind / row.student / row.assignment for r in (scratch, root))
-            if dst.exists():
-                shutil.rmtree(dst)
-            if src.exists():
-                shutil.copytree(src, dst)
-    merge_gradebook(root / "gradebook.db", scratch / "gradebook.db", [(r.assignment, r.student) for r in rows])
-    shutil.rmtree(scratch)
 
 
 CONFIG_NAMES = ("nbgrader_config.py", "grader_config.py")
@@ -237,20 +191,9 @@ def _client(jobs: int, scheduler: str | None):
     return client, cluster
 
 
-def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
-          per_submission_timeout: float = 900, jobs: int = 1, scheduler: str | None = None,
-          timings: dict | None = None, run_measurements: bool = False) -> list[NotebookResult]:
-    """Grade the submissions under root/submitted (all, or only these assignments/students):
-    `jobs` 1 (and no scheduler): each learner in turn in `root` itself (grade_learner);
-    otherwise one task per learner on a Dask cluster (`scheduler`'s, or a local one with `jobs`
-    workers), merged here. `timings`, if given, receives the seconds this process spent merging
-    ("merge", summed over learners), the number of learners merged ("merged") and the CPU seconds
-    the grading processes used, with their kernels ("cpu": the learners' nbgrader processes; not
-    the merge). `run_measurements`: run the cells grading leaves out as well (nbgrader's
-    JudgedExecute.run_measurements)."""
-    flags = [MEASUREMENTS_FLAG] if run_measurements else []
-    timings = {} if timings is None else timings
-    timings.update(merge=0.0, merged=0, cpu=0.0)
+def _submissions(root: Path, assignments, students):
+    """({(student, assignment): rows} of submissions of no known assignment, {student: [assignment]}
+    to grade, the known assignments among them), from root/submitted."""
     submitted = root / "submitted"
     folders = sorted(p for p in submitted.glob("*/*") if p.is_dir()) if submitted.exists() else []
     if assignments:
@@ -258,7 +201,6 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
     if students:
         folders = [p for p in folders if p.parent.name in students]
     known = {p.name for p in (root / "source").iterdir() if p.is_dir()}
-    graded = sorted({p.name for p in folders} & known)
     rows: dict[tuple[str, str], list[NotebookResult]] = {}
     by_student: dict[str, list[str]] = {}
     for folder in folders:
@@ -267,19 +209,38 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
             rows[student, assignment] = [NotebookResult(student, assignment, assignment, flags=["unknown assignment"])]
         else:
             by_student.setdefault(student, []).append(assignment)
-    todo = sum(len(a) for a in by_student.values())
+    return rows, by_student, sorted({p.name for p in folders} & known)
+
+
+def grade(root: Path, assignments: list[str] | None = None, students: list[str] | None = None,
+          per_submission_timeout: float = 900, jobs: int = 1, scheduler: str | None = None,
+          timings: dict | None = None, run_measurements: bool = False, merge_batch: int = 200
+          ) -> list[NotebookResult]:
+    """Grade the submissions under root/submitted (all, or only these assignments/students):
+    `jobs` 1 (and no scheduler): each learner in turn in `root` itself (grade_learner);
+    otherwise one task per learner on a Dask cluster (`scheduler`'s, or a local one with `jobs`
+    workers), recorded here in batches of `merge_batch` learners (coursekit.merge). `timings`, if
+    given, receives the seconds this process spent recording results ("merge"), the number of
+    learners recorded ("merged") and the CPU seconds the grading processes used, with their
+    kernels ("cpu": the learners' nbgrader processes; not the merge). `run_measurements`: run the
+    cells grading leaves out as well (nbgrader's JudgedExecute.run_measurements)."""
+    flags = [MEASUREMENTS_FLAG] if run_measurements else []
+    timings = {} if timings is None else timings
+    timings.update(merge=0.0, merged=0, cpu=0.0)
+    rows, by_student, graded = _submissions(root, assignments, students)
     serial = jobs <= 1 and not scheduler
+    bundle = None
     if graded:
         with ThreadPoolExecutor(max_workers=2) as pool:
             # the course gradebook must know the assignments (the merge needs them); the workers'
             # gradebook too, made in a scratch copy: both at once
             recorded = pool.submit(generate, root, graded)
-            bundle = None if serial or not by_student else pool.submit(course_bundle, root, graded)
+            bundled = None if serial or not by_student else pool.submit(course_bundle, root, graded)
             proc = recorded.result()
             if proc.returncode != 0:
                 raise RuntimeError(f"generate_assignment failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-            bundle = bundle.result() if bundle else None
-    bar = tqdm(total=len(rows) + todo, desc="grading", unit="submission")
+            bundle = bundled.result() if bundled else None
+    bar = tqdm(total=len(rows) + sum(len(a) for a in by_student.values()), desc="grading", unit="submission")
     bar.update(len(rows))
     if serial:  # the cluster's per-learner function, in this process, in the course root itself
         for student, work in by_student.items():
@@ -288,56 +249,76 @@ def grade(root: Path, assignments: list[str] | None = None, students: list[str] 
             timings["cpu"] += usage["cpu"]
             bar.update(len(work))
     elif by_student:
-        from distributed import as_completed as completed
-
-        client, cluster = _client(jobs, scheduler)
-        try:
-            workers = max(1, len(client.scheduler_info()["workers"]))
-            threads = share(workers) if cluster else 1
-            run_id = uuid.uuid4().hex[:12]
-            # the bundle as a task's result, not scattered data: the scheduler keeps the task, so a
-            # worker that dies holding the only copy costs a recomputation, not the learners' tasks
-            course = client.submit(_given, bundle, key=f"course-{run_id}", pure=False)
-            futures = {}
-            for student, work in by_student.items():
-                submission = _pack(root, [f"submitted/{student}/{a}" for a in work])
-                future = client.submit(grade_learner_task, course, student, work, submission,
-                                       learner_record(root / "gradebook.db", student, work),
-                                       per_submission_timeout, [str(root)], threads, run_id, flags,
-                                       key=f"grade-{run_id}-{student}", pure=False)
-                futures[future] = (student, work)
-            for future in completed(futures):  # merged by this process alone, one learner at a time
-                student, work = futures[future]
-                try:
-                    out, result, cpu = future.result()
-                    timings["cpu"] += cpu
-                    rows.update(out)
-                    scratch = root / SCRATCH / student
-                    if scratch.exists():
-                        shutil.rmtree(scratch)
-                    scratch.mkdir(parents=True)
-                    t0 = time.perf_counter()
-                    _unpack(result, scratch)
-                    _merge(root, scratch, [r for results in out.values() for r in results])
-                    timings["merge"] += time.perf_counter() - t0
-                    timings["merged"] += 1
-                except Exception as exc:  # noqa: BLE001 - one learner's failure must not stop the cohort
-                    for assignment in work:
-                        results = rows.get((student, assignment)) or [NotebookResult(student, assignment, assignment)]
-                        for r in results:
-                            r.graded = False
-                            r.flags.append(f"grading failed: {type(exc).__name__}: {exc}"[:200])
-                        rows[student, assignment] = results
-                bar.update(len(work))
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
-        if (root / SCRATCH).exists() and not any((root / SCRATCH).iterdir()):
-            (root / SCRATCH).rmdir()
+        _grade_on_cluster(root, by_student, bundle, rows, timings, bar, per_submission_timeout, jobs, scheduler,
+                          flags, merge_batch)
     bar.close()
     run(root, "export")
     return [r for key in sorted(rows) for r in rows[key]]
+
+
+def _failed(rows: dict, student: str, work: list[str], exc: BaseException) -> None:
+    """A learner whose grading or recording failed: every submission ungraded, with why."""
+    for assignment in work:
+        results = rows.get((student, assignment)) or [NotebookResult(student, assignment, assignment)]
+        for r in results:
+            r.graded = False
+            r.flags.append(f"grading failed: {type(exc).__name__}: {exc}"[:200])
+        rows[student, assignment] = results
+
+
+def _grade_on_cluster(root: Path, by_student: dict, bundle: bytes, rows: dict, timings: dict, bar,
+                      timeout: float, jobs: int, scheduler: str | None, flags: list[str], merge_batch: int) -> None:
+    """One task per learner (grade_learner_task) on a Dask cluster; each result recorded here as it
+    arrives, its rows in batches (coursekit.merge.Merger)."""
+    from distributed import as_completed as completed
+
+    client, cluster = _client(jobs, scheduler)
+    try:
+        workers = max(1, len(client.scheduler_info()["workers"]))
+        threads = share(workers) if cluster else 1
+        run_id = uuid.uuid4().hex[:12]
+        # the bundle as a task's result, not scattered data: the scheduler keeps the task, so a
+        # worker that dies holding the only copy costs a recomputation, not the learners' tasks
+        course = client.submit(_given, bundle, key=f"course-{run_id}", pure=False)
+        futures = {}
+        for student, work in by_student.items():
+            submission = _pack(root, [f"submitted/{student}/{a}" for a in work])
+            future = client.submit(grade_learner_task, course, student, work, submission,
+                                   learner_record(root / "gradebook.db", student, work),
+                                   timeout, [str(root)], threads, run_id, flags,
+                                   key=f"grade-{run_id}-{student}", pure=False)
+            futures[future] = (student, work)
+        merger = Merger(root, batch=merge_batch)
+        for future in completed(futures):  # recorded by this process alone
+            student, work = futures[future]
+            try:
+                out, result, cpu = future.result()
+                timings["cpu"] += cpu
+                rows.update(out)
+                scratch = root / SCRATCH / student
+                if scratch.exists():
+                    shutil.rmtree(scratch)
+                scratch.mkdir(parents=True)
+                t0 = time.perf_counter()
+                _unpack(result, scratch)
+                failed = merger.add(scratch, [r for results in out.values() for r in results], key=student)
+                timings["merge"] += time.perf_counter() - t0
+            except Exception as exc:  # noqa: BLE001 - one learner's failure must not stop the cohort
+                failed = {student: exc}
+            for who, exc in failed.items():
+                _failed(rows, who, by_student[who], exc)
+            bar.update(len(work))
+        t0 = time.perf_counter()
+        for who, exc in merger.flush().items():
+            _failed(rows, who, by_student[who], exc)
+        timings["merge"] += time.perf_counter() - t0
+        timings["merged"] = merger.merged
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    if (root / SCRATCH).exists() and not any((root / SCRATCH).iterdir()):
+        (root / SCRATCH).rmdir()
 
 
 def report(rows: list[NotebookResult]) -> str:

@@ -103,10 +103,9 @@ def test_a_later_cell_names_the_mistake_an_earlier_one_found(nb, checker, answer
     """The cases issue 32 found: a later hidden test of the exercise, failing because of the earlier test's named
     mistake, says that mistake (before: "guard alpha == 1 exactly" for the exponent K, "disagrees with its scalar
     values" for a free draft)."""
-    import importlib
+    from coursekit.judge.verdict import checker as find
 
-    module, name = checker.split(".")
-    check = getattr(importlib.import_module(f"solutions.checks.{module}"), name)
+    check = find(checker)
     wrong = getattr(answers(COURSE[nb]), answer)
     with pytest.raises(CheckFailure) as raw:
         check.__wrapped__(wrong)

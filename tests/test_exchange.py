@@ -37,11 +37,11 @@ from coursekit.nbg import ScratchCourse
 from coursekit import paths
 from tests.e2e import STUB_HINT
 from tests.notebooks import fill
-from tests.catalogue import answers
+from coursekit import settings
+from tests.catalogue import answers as catalogue_of
 
 A = "01_acceptance_chain"
 COURSE = "speculative-decoding"
-BIN = str(Path(sys.executable).parent)  # nbgrader calls alembic, which lives next to the interpreter
 MISTAKE = "expected_exponent_K"  # answers_01.WRONG: expected_tokens with the exponent K instead of K+1
 HINT = "exponent K instead of K+1"  # the phrase its hint must contain
 RELEASE = paths.COURSE  # the committed release, course/
@@ -49,7 +49,7 @@ RELEASE = paths.COURSE  # the committed release, course/
 
 def answers(wrong: bool = False) -> dict:
     """ada's notebook: the first correct answer of every exercise; bo's: the same with one known mistake."""
-    mod = answers(registry.read(A))
+    mod = catalogue_of(registry.read(A))
     out = {ex: fns[0] for ex, fns in mod.CORRECT.items()}
     if wrong:
         out["expected_tokens"] = getattr(mod, MISTAKE)
@@ -73,9 +73,7 @@ def nbgrader(cwd: Path, env: dict, *args: str) -> str:
 
 
 def base_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
-    env["PATH"] = os.pathsep.join([BIN, env.get("PATH", "")])
-    return env
+    return settings.child_env(base={k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))})
 
 
 def learner_env(home: Path, name: str) -> dict:
