@@ -41,6 +41,10 @@ def test_the_guides_draft_makes_a_notebook_the_registry_accepts(tmp_path):
     assert setup["grade_id"] == "setup" and setup["locked"] and not setup["grade"]
     assert code[-1].metadata.get("tags") == ["measurement"] and "nbgrader" not in code[-1].metadata
     assert all(c.metadata.get("nbgrader", {}).get("points") is None for c in code if c is not code[3])
+    # make sync builds the scan page from this section: it stops when a notebook has none
+    from coursekit.scanlist import scan_section
+
+    assert scan_section(nb).startswith("* A round costs")
 
 
 def test_the_guides_checker_is_python():

@@ -101,7 +101,7 @@ def test_reference_notebook_runs_without_an_error(graded, assignment):
     cell of the reference's autograded notebook still runs without an error (no cell reads a
     skipped cell's results: a NameError would not cost points, so only this test would notice),
     and each skipped cell, every tagged cell here, shows the note instead."""
-    from coursekit.judge import SKIPPED
+    from coursekit.judge.messages import SKIPPED
 
     nb = json.loads((graded[assignment]["root"] / "autograded" / "reference" / assignment / f"{assignment}.ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]

@@ -36,12 +36,11 @@ import nbformat
 import pytest
 import requests
 
-from coursekit import paths, registry
+from coursekit import paths, registry, settings
 from tests import learner_env
 from tests.e2e import STUB_HINT
 from tests.notebooks import fill
 from tests.test_exchange import (A, COURSE, HINT, LEARNERS, answers, assert_cohort_scores, base_env, instructor_grade,
-from coursekit import settings
                                  instructor_release, page_score, score_of)
 
 CONFIG = paths.REPO / "hub" / "jupyterhub_config.py"

@@ -61,3 +61,9 @@ def test_settings_parse_and_pass_to_children(tmp_path):
     assert len({s.name for s in settings.ALL}) == len(settings.ALL)
     assert all(s.help for s in settings.ALL)
     assert "| `COURSE_SANDBOX_BWRAP` |" in settings.table()
+
+
+def test_the_readme_shows_the_settings_table():
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- settings:begin -->\n", 1)[1].split("\n<!-- settings:end -->", 1)[0]
+    assert block == settings.table(), "run `python -m coursekit.settings` and paste the table into README.md"
