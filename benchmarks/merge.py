@@ -1,9 +1,10 @@
 """`make bench-merge`: what recording a graded learner in the course costs `make grade`'s main
 process, one learner at a time (as coursekit.grade did it) and in batches (coursekit.merge).
 
-1. One real learner: the reference answers of 01_acceptance_chain graded once, as a cluster
-   worker grades a learner (coursekit.grade.course_bundle and grade_learner_task, in this process:
-   about 15 s): its rows and its result tar (autograded/, feedback/, scratch gradebook).
+1. One real learner: the reference answers of every assignment (or --assignments) graded once, as
+   a cluster worker grades a learner (coursekit.grade.course_bundle and grade_learner_task, in
+   this process: about 90 s for six): its rows and its result tar (autograded/, feedback/,
+   scratch gradebook).
 2. That result copied under --learners new names (synthetic learners, seeded): the scratch
    gradebook's student renamed and its values varied (scores, needs_manual_grade, comments,
    names and emails, timestamps, some extensions, flags and late penalties), the folders renamed,
@@ -22,9 +23,9 @@ process, one learner at a time (as coursekit.grade did it) and in batches (cours
    students, submissions, notebooks, every grade and comment) for the learners merged both ways,
    and their autograded/ and feedback/ folders byte for byte.
 
-    python benchmarks/merge.py [--learners 1000] [--serial 200] [--batch 200] [--prefill 0]
+    python benchmarks/merge.py [--learners 1000] [--serial 200] [--batch 200] [--prefill 0] [--assignments A ...]
 
-About 2 minutes on the 2-core course machine with the defaults.
+About 5 minutes on the 2-core course machine with the defaults.
 """
 from __future__ import annotations
 
@@ -43,9 +44,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from coursekit import settings
 from coursekit.merge import Merger, Submission, dump, merge_gradebook, read_source, write
 
-A = "01_acceptance_chain"
+from coursekit.paths import assignments as course_assignments
+
+A = course_assignments()  # --assignments: what one synthetic learner handed in (default: the whole course)
 SCRATCH = ".grading"  # coursekit.grade's scratch roots inside the course root (coursekit.sandbox.SCRATCH_ROOTS)
 
 
@@ -68,20 +72,22 @@ def old_merge(root: Path, scratch: Path, rows) -> None:
     shutil.rmtree(scratch)
 
 
-def graded_learner(work: Path) -> tuple[Path, list, bytes]:
-    """A course root that knows A, and one learner's rows and result tar, graded as a worker does."""
+def graded_learner(work: Path, A: list[str]) -> tuple[Path, list, bytes]:
+    """A course root that knows the assignments A, and one learner's rows and result tar (every
+    assignment of A answered with the reference), graded as a worker does."""
     from coursekit.grade import _pack, course_bundle, grade_learner_task, learner_record
     from coursekit.nbg import ScratchCourse, with_reference_answers
 
     root = work / "course"
     course = ScratchCourse(root)
-    release = course.generate(A) / f"{A}.ipynb"
-    nb = with_reference_answers(release, root / "source" / A / f"{A}.ipynb", work / "tmp" / f"{A}.ipynb")
-    course.submit("learner", A, nb, f"{A}.ipynb")
-    os.environ.setdefault("COURSE_GRADING_SCRATCH", str(work / "workers"))
-    out, result, _ = grade_learner_task(course_bundle(root, [A]), "learner", [A],
-                                        _pack(root, [f"submitted/learner/{A}"]),
-                                        learner_record(root / "gradebook.db", "learner", [A]),
+    for a in A:
+        release = course.generate(a) / f"{a}.ipynb"
+        nb = with_reference_answers(release, root / "source" / a / f"{a}.ipynb", work / "tmp" / f"{a}.ipynb")
+        course.submit("learner", a, nb, f"{a}.ipynb")
+    os.environ.setdefault(settings.GRADING_SCRATCH.name, str(work / "workers"))
+    out, result, _ = grade_learner_task(course_bundle(root, A), "learner", A,
+                                        _pack(root, [f"submitted/learner/{a}" for a in A]),
+                                        learner_record(root / "gradebook.db", "learner", A),
                                         900, [str(root)], 1, "bench-merge")
     shutil.rmtree(root / "submitted")
     return root, [r for rows in out.values() for r in rows], result
@@ -130,11 +136,11 @@ def synthetic(template: Path, names: list[str], work: Path, seed: int = 20261204
     return out
 
 
-def prefill(gradebook: Path, template: Submission, count: int, batch: int = 500) -> float:
+def prefill(gradebook: Path, templates: list[Submission], count: int, batch: int = 500) -> float:
     """`count` other learners (p00000...) put in `gradebook` beforehand, as a cohort's gradebook holds them."""
     t0 = time.perf_counter()
     for start in range(0, count, batch):
-        write(gradebook, [[dataclasses.replace(template, student=f"p{k:05d}")]
+        write(gradebook, [[dataclasses.replace(t, student=f"p{k:05d}") for t in templates]
                           for k in range(start, min(count, start + batch))])
     return time.perf_counter() - t0
 
@@ -160,18 +166,21 @@ def main(argv=None) -> int:
     ap.add_argument("--serial", type=int, default=200, help="of them, merged one at a time too (default 200)")
     ap.add_argument("--batch", type=int, default=200, help="learners per gradebook session (default 200)")
     ap.add_argument("--prefill", type=int, default=0, help="other learners in the course gradebook beforehand")
+    ap.add_argument("--assignments", nargs="+", default=course_assignments(), metavar="ASSIGNMENT",
+                    help="what each synthetic learner handed in (default: every assignment of the course)")
     args = ap.parse_args(argv)
+    A = args.assignments
     serial_n = min(args.serial, args.learners)
     print(f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{datetime.datetime.now():%Y-%m-%d %H:%M}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-merge-") as tmp:
         work = Path(tmp)
         t0 = time.perf_counter()
-        course, rows, result = graded_learner(work)
+        course, rows, result = graded_learner(work, A)
         template = work / "template"
         unpack(result, template)
         score = sum(r.score for r in rows)
-        print(f"1. one learner of {A} graded as a worker grades it: {time.perf_counter() - t0:.1f} s "
+        print(f"1. one learner of {', '.join(a.split('_')[0] for a in A)} graded as a worker grades it: {time.perf_counter() - t0:.1f} s "
               f"(score {score:g}/{sum(r.max_score for r in rows):g}, result tar {len(result) / 1024:.0f} KiB)", flush=True)
 
         names = [f"s{k:05d}" for k in range(args.learners)]
@@ -185,7 +194,7 @@ def main(argv=None) -> int:
             roots[way].mkdir()
             shutil.copy(course / "gradebook.db", roots[way] / "gradebook.db")
         if args.prefill:
-            first = read_source(template / "gradebook.db", [(A, "learner")])[0]
+            first = read_source(template / "gradebook.db", [(a, "learner") for a in A])
             secs = prefill(roots["serial"] / "gradebook.db", first, args.prefill)
             shutil.copy(roots["serial"] / "gradebook.db", roots["batched"] / "gradebook.db")
             print(f"   the course gradebook holds {args.prefill} other learners beforehand ({secs:.1f} s to put them in)")
