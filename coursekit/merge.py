@@ -52,17 +52,17 @@ How:
 - `merge_many(into, items)`: read and write in one call; `merge_gradebook`: the one-at-a-time
   merge, kept verbatim (the reference that the batched one is tested against).
 
-Measured (benchmarks/merge.py, `make bench-merge`, 2026-12-05, the 2-core course machine while
-another user's grading tests kept it busy (load 3-5); a real learner of 01_acceptance_chain graded
-once and copied under 1,000 names; per learner, the result tar's unpacking included):
+Measured (benchmarks/merge.py, `make bench-merge`, 2026-12-05, the 2-core course machine, quiet; a
+real learner of all six notebooks graded once and copied under 1,000 names; per learner, the
+result tar's unpacking included):
 
     course gradebook before      one at a time        batched (200 per session)    10,000 learners
-    empty (0 -> 1,000 learners)  158 ms (200 of them)  9.9 ms                       26 min -> 1.7 min
-    9,000 other learners         214 ms (100 of them)  22.8 ms                      36 min -> 3.8 min
+    empty (0 -> 1,000 learners)  195 ms (200 of them)  28.3 ms                      32 min -> 4.7 min
+    9,000 other learners         1162 ms (100 of them) 30.6 ms                      194 min -> 5.1 min
 
-Batched, a learner costs: unpacking the tar 3-5 ms, the folders moved and the scratch gradebook
-read and removed 6-16 ms (mostly the file system: removing the scratch folder's directories),
-the gradebook writes 1-2 ms. Both ways give the same gradebook and folders (the bench checks it).
+Batched, a learner costs: unpacking the tar about 16 ms, the folders moved and the scratch
+gradebook read and removed about 4 ms, the gradebook writes 8-10 ms. Both ways give the same
+gradebook and folders (the bench checks it).
 """
 from __future__ import annotations
 
