@@ -47,7 +47,6 @@ import argparse
 import io
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile

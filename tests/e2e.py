@@ -55,12 +55,12 @@ def grade_classes(root: Path, classes: dict[str, dict], jobs: int | None = None)
     def one(assignment: str, learners: dict) -> dict:
         course = ScratchCourse(Path(root) / assignment, env)
         release_nb = course.generate(assignment) / f"{assignment}.ipynb"
-        for student, answers in learners.items():
-            if answers is None:
+        for student, learner_answers in learners.items():
+            if learner_answers is None:
                 course.submit(student, assignment, course.root / "source" / assignment / f"{assignment}.ipynb")
             else:
                 course.submit(student, assignment,
-                              fill(release_nb, answers, course.root / "tmp" / assignment / student / release_nb.name))
+                              fill(release_nb, learner_answers, course.root / "tmp" / assignment / student / release_nb.name))
         run = course.autograde(assignment)
         feedback = course.nbgrader("generate_feedback", assignment, "--force", check=False)
         export = course.nbgrader("export", check=False)

@@ -26,7 +26,6 @@ travels as one batch (`RemoteFunction.many`, used by `solutions.checks._common.c
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import time
 
