@@ -60,6 +60,27 @@ class KVCache:
         self.length = start + len(slots)
 
 
+class BatchKVCache:
+    """Keys and values for a batch of B sequences that grow by different amounts (a server's batch:
+    each row accepts its own number of drafts), preallocated to max_len; row b has `lengths[b]`
+    valid positions. Made by `TinyGPT.new_batch_cache(B)`, filled by `TinyGPT.extend_batch`."""
+
+    def __init__(self, config: Config, batch: int, device, dtype):
+        shape = (config.n_layers, 2, batch, config.n_heads, config.max_len, config.d_model // config.n_heads)
+        self.kv = torch.zeros(shape, device=device, dtype=dtype)
+        self.lengths = torch.zeros(batch, dtype=torch.long, device=device)
+
+    @property
+    def batch(self) -> int:
+        return self.lengths.shape[0]
+
+    def rollback(self, lengths) -> None:
+        """Row b forgets every position from lengths[b] on (its rejected drafts); each row by its own amount."""
+        lengths = torch.as_tensor(lengths, dtype=torch.long, device=self.lengths.device).reshape(self.lengths.shape)
+        assert bool((lengths >= 0).all()) and bool((lengths <= self.lengths).all()), (lengths, self.lengths)
+        self.lengths = lengths.clone()
+
+
 class Block(nn.Module):
     def __init__(self, c: Config):
         super().__init__()
@@ -82,6 +103,21 @@ class Block(nn.Module):
             values = layer_cache[1, :, :start + T].unsqueeze(0)
             att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         x = x + self.proj(att.transpose(1, 2).reshape(B, T, D))
+        return x + self.mlp(self.ln2(x))
+
+    def forward_rows(self, x, layer_cache, rows, positions, mask):
+        """`forward` for rows `rows` of a batch cache (layer_cache (2, B, H, max_len, hd)): row r's
+        new keys and values go to its own positions (positions (R, T)); mask (R, 1, T, L) says which
+        of the first L cached positions each new one sees."""
+        R, T, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(R, T, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        r_index = rows[:, None].expand(R, T)
+        layer_cache[0][r_index, :, positions] = k.transpose(1, 2)
+        layer_cache[1][r_index, :, positions] = v.transpose(1, 2)
+        L = mask.shape[-1]
+        keys, values = layer_cache[0][rows, :, :L], layer_cache[1][rows, :, :L]
+        att = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+        x = x + self.proj(att.transpose(1, 2).reshape(R, T, D))
         return x + self.mlp(self.ln2(x))
 
 
@@ -137,6 +173,33 @@ class TinyGPT(nn.Module):
         positions, and with hidden=True also their final hidden states (1, t, d_model), the input
         of the output layer (what self-drafting heads read, notebook 05)."""
         return self._run(ids, cache, hidden)
+
+    def new_batch_cache(self, batch: int) -> BatchKVCache:
+        return BatchKVCache(self.config, batch, self.device, self.head.weight.dtype)
+
+    def extend_batch(self, ids: torch.LongTensor, cache: BatchKVCache, rows=None) -> torch.Tensor:
+        """Append ids (R, t) to rows `rows` of a batch cache (default: every row, R = B), each after
+        its own `lengths[row]` positions, in one pass; the logits (R, t, 256) of the new positions.
+        Row r's logits are those `extend` gives that sequence alone, up to float rounding (the same
+        arithmetic over a padded, masked batch). A prompt of each row's own length goes in with
+        `rows=[b]`; a decoding step feeds every row the same number of tokens."""
+        device = ids.device
+        rows = torch.arange(cache.batch, device=device) if rows is None else \
+            torch.as_tensor(rows, dtype=torch.long, device=device).reshape(-1)
+        R, T = ids.shape
+        assert R == rows.shape[0], "one row of ids per row of the cache"
+        start = cache.lengths[rows]
+        assert int(start.max()) + T <= self.config.max_len, "sequence longer than the model's max_len"
+        positions = start[:, None] + torch.arange(T, device=device)  # (R, T)
+        x = self.tok(ids) + self.pos(positions)
+        L = int(start.max()) + T
+        mask = (torch.arange(L, device=device)[None, None, :] <= positions[:, :, None])[:, None]  # (R, 1, T, L)
+        for i, block in enumerate(self.blocks):
+            x = block.forward_rows(x, cache.kv[i], rows, positions, mask)
+        lengths = cache.lengths.clone()
+        lengths[rows] = start + T
+        cache.lengths = lengths
+        return self.head(self.ln_f(x))
 
     def extend_tree(self, ids: torch.LongTensor, mask, cache: KVCache) -> torch.Tensor:
         """Append a tree of new tokens ids (1, t) in one pass: `mask` (t, t) bool, mask[i, j] True

@@ -72,3 +72,29 @@ def test_a_draft_that_breaks_a_rule_is_refused_with_the_cell_named(draft, phrase
     with pytest.raises(ValueError) as err:
         draft_to_notebook(draft)
     assert phrase in str(err.value) and "cell 0" in str(err.value), str(err.value)
+
+
+def test_the_guides_checker_grades_the_guides_catalogue():
+    """The guide's checker, reference (the draft's solution cell) and catalogue, run together in
+    process: the correct answer passes, the named mistake fails with its phrase, in one sentence."""
+    import types
+
+    from coursekit.judge.verdict import CheckFailure
+    from coursekit.reference import strip_markers
+
+    nb = draft_to_notebook(_draft())
+    solution = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    ref = types.ModuleType("a99_round_speedup")
+    exec("import numpy as np\n" + strip_markers(solution), ref.__dict__)
+    checker_src = next(b for b in _guide_blocks() if "def check_round_speedup" in b)
+    checker_src = checker_src.replace("from solutions.reference import a99_round_speedup as ref\n", "")
+    checks = {"ref": ref}
+    exec(checker_src, checks)
+    catalogue = {}
+    exec(next(b for b in _guide_blocks() if "CORRECT = " in b), catalogue)
+    for fn in catalogue["CORRECT"]["round_speedup"]:
+        checks["check_round_speedup"](fn)
+    for fn, phrase in catalogue["WRONG"]["round_speedup"]:
+        with pytest.raises(CheckFailure) as failure:
+            checks["check_round_speedup"](fn)
+        assert phrase in str(failure.value) and "\n" not in str(failure.value)

@@ -90,3 +90,28 @@ def test_every_position_the_model_accepts_was_trained(model):
     losses = torch.nn.functional.cross_entropy(model(windows[:, :-1]).transpose(1, 2), windows[:, 1:], reduction="none")
     third, last = losses[:, L // 2:3 * L // 4].mean().item(), losses[:, 3 * L // 4:].mean().item()
     assert last < third + 0.5, (third, last)
+
+
+def test_a_batch_cache_matches_each_sequence_alone_as_rows_grow_and_roll_back_apart(model):
+    """extend_batch (issue 34's server batch): rows of different prompt lengths, fed together and
+    rolled back by different amounts, give each row the logits its own cache gives, up to float
+    rounding (1e-4 on logits of order 10), and the same greedy tokens."""
+    gen = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(32, 127, (n,), generator=gen) for n in (5, 9, 3, 12)]
+    batch, alone = model.new_batch_cache(len(prompts)), [model.new_cache() for _ in prompts]
+    for b, prompt in enumerate(prompts):  # each row's prompt on its own
+        got = model.extend_batch(prompt.view(1, -1), batch, rows=[b])
+        assert torch.allclose(got[0], model.extend(prompt.view(1, -1), alone[b])[0], atol=1e-4)
+    for step, back in enumerate([[0, 0, 0, 0], [0, 1, 2, 3], [3, 0, 1, 2], [1, 1, 0, 0]]):
+        batch.rollback(batch.lengths - torch.tensor(back))
+        for b, n in enumerate(back):
+            alone[b].rollback(alone[b].length - n)
+        ids = torch.randint(32, 127, (len(prompts), 1 + step), generator=gen)
+        got = model.extend_batch(ids, batch)
+        for b in range(len(prompts)):
+            want = model.extend(ids[b:b + 1], alone[b])[0]
+            assert torch.allclose(got[b], want, atol=1e-4), (step, b, (got[b] - want).abs().max())
+            assert torch.equal(got[b].argmax(-1), want.argmax(-1))
+        assert batch.lengths.tolist() == [c.length for c in alone]
+    with pytest.raises(AssertionError):
+        batch.rollback(batch.lengths + 1)  # a row cannot grow by rolling back
