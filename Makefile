@@ -35,7 +35,7 @@ grade: $(STAMP) ## instructors: autograde every submission under submitted/, fee
 bench: $(STAMP) ## time plain vs speculative decoding on the shipped pair, K = 0..8, T = 0 and 1
 	$(BIN)/python benchmarks/speculative.py
 
-gpu-check: $(STAMP) ## on a CUDA machine: notebooks 04-06 with the reference answers, the model/engine/checker tests on CUDA, make bench; one summary (exits 0 without CUDA)
+gpu-check: $(STAMP) ## on a CUDA machine: notebooks 04-07 with the reference answers, the model/engine/checker tests on CUDA, make bench; one summary (exits 0 without CUDA)
 	$(BIN)/python -m coursekit.gpucheck $(ARGS)
 
 bench-grade: $(STAMP) ## grading before and after side by side (one learner), and a cohort on a two-worker loopback cluster

@@ -1,12 +1,12 @@
 """`make gpu-check`: the course checked on a GPU in one command, with one summary at the end.
 
 On a machine with CUDA it runs, one step at a time (never a timing while tests run):
-1. notebooks 04-06 executed one at a time with the reference answers, hidden checks included
+1. notebooks 04-07 executed one at a time with the reference answers, hidden checks included
    (the source notebooks, in a scratch copy; nbclient records every cell's start and end), timed;
 2. the checker, model, engine and tree tests on CUDA, their workers sharing the cores' threads
    (`coursekit.threads`: with 16 cores and 4 workers, 4 torch threads each);
 3. `make bench` on cuda (benchmarks/speculative.py), whose last line is its summary.
-Then it prints the summary: per notebook its time and any error, every hidden check of 04-06 that
+Then it prints the summary: per notebook its time and any error, every hidden check of 04-07 that
 took more than SLOW_CHECK seconds, the tests' result line, and the bench's summary line. It is
 sized to fit in 8 minutes on one H200 with 16 cores.
 
@@ -35,8 +35,9 @@ from pathlib import Path
 from coursekit import threads
 from coursekit.paths import REPO, SOURCE
 
-NOTEBOOKS = ("04_torch_verifier", "05_speculation_in_practice", "06_token_trees")
-TESTS = ("tests/test_checkers.py", "tests/test_model.py", "tests/test_engine.py", "tests/test_trees.py")
+NOTEBOOKS = ("04_torch_verifier", "05_speculation_in_practice", "06_token_trees", "07_speculation_in_a_server")
+TESTS = ("tests/test_checkers.py", "tests/test_model.py", "tests/test_engine.py", "tests/test_trees.py",
+         "tests/test_serving_notebook.py")
 QUICK = dict(notebooks=("06_token_trees",), tests=("tests/test_trees.py", "tests/test_checkers.py"),
              test_filter="06", bench=("--quick",))
 FULL = dict(notebooks=NOTEBOOKS, tests=TESTS, test_filter=None, bench=())

@@ -188,6 +188,8 @@ class TinyGPT(nn.Module):
             torch.as_tensor(rows, dtype=torch.long, device=device).reshape(-1)
         R, T = ids.shape
         assert R == rows.shape[0], "one row of ids per row of the cache"
+        if T == 0:  # nothing to append (a prompt whose every token is the last ones, say)
+            return torch.zeros(R, 0, self.config.vocab, device=device, dtype=self.head.weight.dtype)
         start = cache.lengths[rows]
         assert int(start.max()) + T <= self.config.max_len, "sequence longer than the model's max_len"
         positions = start[:, None] + torch.arange(T, device=device)  # (R, T)
@@ -274,9 +276,10 @@ def factories() -> dict:
     Each sets `made_by` on what it returns; a new kind of model that a checker passes to the
     learner's function is added here and sets its own `made_by` (tests/test_judge.py checks that
     every factory's models cross and come back equal)."""
+    from specdec.serving import PassTime
     from specdec.toy import text_pair, toy_pair
 
-    return {"load": load, "toy_pair": toy_pair, "text_pair": text_pair}
+    return {"load": load, "toy_pair": toy_pair, "text_pair": text_pair, "pass_time": PassTime}
 
 
 def save(model: TinyGPT, name: str, card: dict) -> None:

@@ -28,6 +28,26 @@ from typing import Callable
 import numpy as np
 
 
+class PassTime:
+    """Seconds of a pass that scores n positions in all: fixed + max(floor, per_position * n). A
+    flat pass (floor), a compute-bound one (per_position), the roofline's shape (both) or an
+    affine one (fixed and per_position). Callable, and made by a factory of
+    `specdec.model.factories`, so a checker's pass-time model can cross to the learner's kernel
+    while grading (coursekit.judge.wire) as a description, never as code."""
+
+    def __init__(self, floor: float = 0.0, per_position: float = 0.0, fixed: float = 0.0):
+        from specdec.model import MadeBy
+
+        self.floor, self.per_position, self.fixed = float(floor), float(per_position), float(fixed)
+        self.made_by = MadeBy("pass_time", {"floor": self.floor, "per_position": self.per_position, "fixed": self.fixed})
+
+    def __call__(self, n) -> float:
+        return self.fixed + max(self.floor, self.per_position * float(n))
+
+    def __repr__(self) -> str:
+        return f"PassTime(floor={self.floor:g}, per_position={self.per_position:g}, fixed={self.fixed:g})"
+
+
 @dataclass
 class Served:
     """What one simulated run measured."""
@@ -109,3 +129,54 @@ def crossover(rates, worse: list[Served], better: list[Served], key: str = "mean
             r0, r1, d0 = float(rates[i - 1]), float(rates[i]), diff[i - 1]
             return r0 + (r1 - r0) * (-d0) / (d - d0)
     return None
+
+
+def batch_pass_times(target, draft, batches=(1, 4, 16), positions=range(1, 10), context: int = 64,
+                     repeats: int = 5) -> dict:
+    """Seconds of one cached pass at each batch size: {("target", B, T): s} for T new positions per
+    row and {("draft", B): s} for the draft's one-position pass, with `context` positions (of
+    specdec.timing.COST_TEXT) already in every row's cache (rolled back before each call); the
+    fastest of `repeats` interleaved repeats (specdec.timing.fastest, capped at one while grading)."""
+    import torch
+
+    from specdec.model import encode
+    from specdec.timing import COST_TEXT, capped_repeats, fastest
+
+    device = target.device
+    ids = encode(COST_TEXT)[: context + max(positions)].to(device)
+    fns = {}
+    for B in batches:
+        rows = ids[None].expand(B, -1)
+        for name, model in (("target", target), ("draft", draft)):
+            cache = model.new_batch_cache(B)
+            with torch.no_grad():
+                model.extend_batch(rows[:, :context], cache)
+            for T in (positions if name == "target" else (1,)):
+                def run(model=model, cache=cache, T=T, rows=rows):
+                    cache.rollback(torch.full((rows.shape[0],), context, device=device))
+                    with torch.no_grad():
+                        return model.extend_batch(rows[:, context:context + T], cache)
+                fns[(name, B, T) if name == "target" else (name, B)] = run
+    return fastest(fns, capped_repeats(repeats), device)
+
+
+def time_of_tokens(times: dict, name: str = "target") -> Callable[[float], float]:
+    """A pass's seconds as a function of the positions it scores in all (batch x new positions per
+    row), interpolated linearly between the measured points and extended by the last slope: the
+    roofline's picture of a pass (notebook 05), read off this machine's timings."""
+    if name == "target":
+        pts = sorted((B * T, s) for (m, B, T), s in ((k, v) for k, v in times.items() if k[0] == "target"))
+    else:
+        pts = sorted((B, s) for (m, B), s in ((k, v) for k, v in times.items() if k[0] == name))
+    n = np.array([p[0] for p in pts], dtype=float)
+    s = np.maximum.accumulate(np.array([p[1] for p in pts], dtype=float))  # a pass never gets cheaper with more work
+    n, keep = np.unique(n, return_index=True)
+    s = np.maximum.accumulate(s[keep])
+    slope = (s[-1] - s[-2]) / (n[-1] - n[-2]) if len(n) > 1 else 0.0
+
+    def seconds(tokens: float) -> float:
+        tokens = float(tokens)
+        if tokens <= n[-1]:
+            return float(np.interp(tokens, n, s))
+        return float(s[-1] + slope * (tokens - n[-1]))
+    return seconds

@@ -1,0 +1,428 @@
+"""Hidden-test checkers for 07_speculation_in_a_server: batch_accept, batched_generate, goodput, best_K.
+
+batch_accept is a function of its inputs (the uniforms are arguments), so it is compared with the
+reference uniform for uniform on seeded random batches; the reference's own exactness (each row's
+output is the target's distribution) is shown in tests/test_serving_notebook.py. A row may differ
+from the reference only where the two could round differently: a uniform within 1e-5 (relative) of
+its acceptance threshold p(d)/q(d) or of a boundary of the inverse CDF. Random inputs put a uniform
+that close with probability about 1e-5 per test, and every such row is checked to be one.
+
+batched_generate runs on the shipped pair at temperature 0 and every row must equal its prompt
+decoded alone (specdec.engine.plain). The batch computes the same arithmetic over padded, masked
+rows, which differs from a lone sequence by float rounding (about 1e-5 on logits of order 10); the
+prompts below were chosen so that the target's top-two logit gap at every greedy step stays above
+1e-3 (tests/test_serving_notebook.py checks it), so no rounding can swap a greedy token. Sampled
+runs must be reproducible from their generator.
+
+goodput and best_K are formulas of callables: the checkers pass `specdec.serving.PassTime`
+objects (flat, compute-bound, roofline-shaped and affine passes), which cross to the learner's
+kernel as descriptions.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from solutions.checks._common import (
+    HINT_EXPONENT_K, SEED, call_many, close, diagnose, fail, require_scalar,
+)
+from solutions.reference import a07_speculation_in_a_server as ref
+from specdec.engine import plain
+from specdec.model import default_device, encode, load
+from specdec.serving import PassTime
+
+# ---------------------------------------------------------------- batch_accept
+
+HINT_SHARED_U = ("one uniform shared by the batch: every row (and every position) needs its own uniform "
+                 "u[b, i], or rows accept and reject together and their outputs are no longer independent.")
+HINT_BONUS_ON_REJECT = ("a row that rejected emitted a token from the bonus row p[:, K] (or from the target's row "
+                        "alone): after a rejection the token comes from the residual max(p - q, 0) at the first "
+                        "rejection, normalised; the bonus row is only for rows that accepted all K drafts.")
+HINT_NO_RESIDUAL = ("a row that rejected drew its token from the target's row p at the rejection: it must come from "
+                    "the residual max(p - q, 0) there, normalised, or the output is not the target's distribution.")
+HINT_NOT_PREFIX = ("this counts every draft that passed its test; a row keeps only the drafts before its first "
+                   "rejection (the prefix), and nothing after it counts.")
+HINT_INVERTED = "accept draft i when u < p(d) / q(d) (target over draft), not q(d) / p(d)."
+HINT_UNNORMALISED = ("the inverse CDF must compare u with the row's total mass: normalise the residual (or compare "
+                     "with u times its sum) before searching the cumulative sums.")
+
+
+def _case(rng: np.random.Generator, B: int, K: int, V: int, kind: str, dtype=torch.float32):
+    """p (B, K+1, V), q (B, K, V), drafts (B, K) drawn from q, u (B, K+1)."""
+    if kind == "one-hot":  # temperature 0: greedy verification
+        tp = rng.integers(0, V, size=(B, K + 1))
+        dq = np.where(rng.random((B, K)) < 0.6, tp[:, :K], rng.integers(0, V, size=(B, K)))
+        p = np.eye(V)[tp]
+        q = np.eye(V)[dq]
+    else:
+        scale = {"close": 0.3, "far": 2.0}[kind]
+        logits_p = rng.normal(size=(B, K + 1, V)) * 1.5
+        logits_q = logits_p[:, :K] + rng.normal(size=(B, K, V)) * scale
+        p = np.exp(logits_p - logits_p.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        q = np.exp(logits_q - logits_q.max(-1, keepdims=True))
+        q /= q.sum(-1, keepdims=True)
+    drafts = np.zeros((B, K), dtype=np.int64)
+    for b in range(B):
+        for i in range(K):
+            drafts[b, i] = rng.choice(V, p=q[b, i] / q[b, i].sum())
+    u = rng.random((B, K + 1))
+    as_t = lambda a: torch.tensor(a, dtype=dtype)  # noqa: E731
+    return as_t(p), as_t(q).reshape(B, K, V), torch.tensor(drafts), as_t(u)
+
+
+CASES = [(B, K, V, kind) for B, K, V, kind in [
+    (1, 1, 2, "far"), (1, 4, 5, "close"), (3, 0, 4, "far"), (3, 2, 3, "close"), (8, 3, 5, "far"), (8, 8, 50, "close"),
+    (16, 4, 7, "one-hot"), (32, 1, 3, "close"), (64, 6, 20, "far"), (64, 3, 4, "close"), (5, 5, 6, "one-hot"),
+    (64, 8, 50, "close"), (2, 0, 2, "one-hot"), (40, 2, 11, "far")]]
+
+
+def _shared_u(p, q, d, u):
+    return ref.batch_accept(p, q, d, u[:1].expand_as(u).contiguous())
+
+
+def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise=True):
+    """The reference with one step done wrongly, to name a learner's mistake."""
+    B, K1, V = p.shape
+    K = K1 - 1
+    rows = torch.arange(B)
+    if K == 0:
+        n, dist = torch.zeros(B, dtype=torch.long), p[:, 0]
+    else:
+        p_d = p[:, :K].gather(-1, d[..., None])[..., 0]
+        q_d = q.gather(-1, d[..., None])[..., 0]
+        ok = u[:, :K] * q_d < p_d if ratio == "p/q" else u[:, :K] * p_d < q_d
+        n = ok.long().cumprod(-1).sum(-1) if count == "prefix" else ok.long().sum(-1)
+        at = n.clamp(max=K - 1)
+        residual = (p[rows, at] - q[rows, at]).clamp(min=0)
+        residual = torch.where(residual.sum(-1, keepdim=True) > 0, residual, p[rows, at])
+        if emit == "bonus":
+            residual = p[:, K]
+        elif emit == "target":
+            residual = p[rows, at]
+        dist = torch.where((n == K)[:, None], p[:, K], residual)
+    cdf = dist.cumsum(-1)
+    x = u[:, K:] * cdf[:, -1:] if normalise else u[:, K:]
+    return n, torch.searchsorted(cdf, x.contiguous(), right=True)[:, 0].clamp(max=V - 1)
+
+
+BATCH_MISTAKES = [
+    (HINT_SHARED_U, _shared_u),
+    (HINT_NOT_PREFIX, lambda *a: _variant(*a, count="all")),
+    (HINT_INVERTED, lambda *a: _variant(*a, ratio="q/p")),
+    (HINT_BONUS_ON_REJECT, lambda *a: _variant(*a, emit="bonus")),
+    (HINT_NO_RESIDUAL, lambda *a: _variant(*a, emit="target")),
+    (HINT_UNNORMALISED, lambda *a: _variant(*a, normalise=False)),
+]
+
+
+def _as_long(value, B: int, label: str) -> np.ndarray:
+    __tracebackhide__ = True
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    array = np.asarray(value)
+    if array.shape != (B,):
+        fail(f"{label} must return two 1-D tensors of B = {B} entries (accepted, token), not shape {array.shape}.")
+    if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.round(array))):
+        fail(f"{label} returned {array.dtype} values; counts and tokens are integers (torch.long).")
+    return array.astype(np.int64)
+
+
+def _borderline(p, q, d, u, b: int, n_ref: int) -> bool:
+    """Whether row b has a uniform within 1e-5 (relative) of a threshold the two could round apart at."""
+    K = d.shape[1]
+    for i in range(min(n_ref + 1, K)):
+        ratio = float(p[b, i, d[b, i]]) / max(float(q[b, i, d[b, i]]), 1e-30)
+        if abs(float(u[b, i]) - ratio) <= 1e-5 * max(ratio, 1e-12):
+            return True
+    for n in {n_ref, min(n_ref + 1, K)}:  # the row the token is drawn from, either way of a borderline test
+        if n < K:
+            dist = (p[b, n] - q[b, n]).clamp(min=0)
+        else:
+            dist = p[b, K]
+        cdf = dist.double().cumsum(0)
+        if bool((abs(cdf / cdf[-1] - float(u[b, K])) <= 1e-5).any()):
+            return True
+    return False
+
+
+def check_batch_accept(batch_accept) -> None:
+    """Seeded random batches, float32 and float64, sampled and one-hot (greedy), against the reference."""
+    __tracebackhide__ = True
+    rng = np.random.default_rng(SEED)
+    cases = [_case(rng, B, K, V, kind, dtype) for (B, K, V, kind), dtype in
+             zip(CASES, [torch.float32, torch.float64] * len(CASES))]
+    calls = [((p.clone(), q.clone(), d.clone(), u.clone()), {}) for p, q, d, u in cases]
+    outs = call_many(batch_accept, calls, name="batch_accept")
+    for (p, q, d, u), out in zip(cases, outs):
+        B, K = d.shape
+        label = f"batch_accept (B = {B}, K = {K}, V = {p.shape[-1]})"
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            fail(f"{label} must return a pair (accepted, token), not {type(out).__name__}.")
+        n, token = _as_long(out[0], B, label), _as_long(out[1], B, label)
+        n_ref, t_ref = (x.numpy() for x in ref.batch_accept(p, q, d, u))
+        wrong = [b for b in range(B) if n[b] != n_ref[b] or token[b] != t_ref[b]]
+        if not wrong or all(_borderline(p, q, d, u, b, int(n_ref[b])) for b in wrong):
+            continue
+        for hint, mistake in BATCH_MISTAKES:
+            try:
+                n_w, t_w = (x.numpy() for x in mistake(p, q, d, u))
+            except Exception:  # noqa: BLE001 - a mistake that does not apply to this shape
+                continue
+            if np.array_equal(n_w, n) and np.array_equal(t_w, token) and not (
+                    np.array_equal(n_w, n_ref) and np.array_equal(t_w, t_ref)):
+                fail(f"batch_accept: {hint}")
+        b = wrong[0]
+        what = "accepted count" if n[b] != n_ref[b] else "emitted token"
+        fail(f"{label}: row {b}'s {what} differs from the acceptance rule (u[b, i] < p(d)/q(d) up to the first "
+             "rejection, then one token by the inverse CDF of the residual or the bonus row, with u[b, K]).",
+             generic=True)
+
+
+# ---------------------------------------------------------------- batched_generate
+
+# Code of the course's kind, cut into prompts of different lengths (2 to 40 tokens).
+TEXT = ("def parse(self, path):\n    with open(path) as f:\n        return [line.strip() for line in f]\n\n"
+        "class Cache:\n    def __init__(self, size):\n        self.size = size\n        self.items = {}\n\n"
+        "import os\nimport sys\n\n\ndef main(argv=None):\n    args = parser.parse_args(argv)\n")
+PROMPT_SPANS = [(0, 23), (23, 49), (96, 108), (108, 134), (134, 160), (160, 176), (0, 2), (49, 89), (176, 186),
+                (186, 196), (199, 221), (221, 255), (12, 30), (60, 75), (140, 150), (90, 100)]
+BATCHES = [(1, 3), (3, 0), (4, 2), (8, 4), (16, 3), (5, 6)]  # (B, K)
+NEW = 10
+HINT_ROLLBACK_MIN = ("every row rolled back by the same amount (the batch's smallest acceptance, for instance): each "
+                     "row keeps its own committed length, lengths[b] + accepted[b], so roll each cache back per row.")
+
+
+def _prompts(B: int, offset: int) -> list:
+    return [encode(TEXT[a:b]) for a, b in (PROMPT_SPANS[(offset + i) % len(PROMPT_SPANS)] for i in range(B))]
+
+
+def _tokens(value, label: str) -> list[int]:
+    __tracebackhide__ = True
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().tolist()
+    elif isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, (int, np.integer)) and not isinstance(t, bool)
+                                                       for t in value):
+        fail(f"{label} must return, for each prompt, a 1-D LongTensor (or list) of token ids.")
+    return [int(t) for t in value]
+
+
+def _rows(out, B: int, label: str) -> list[list[int]]:
+    __tracebackhide__ = True
+    if not isinstance(out, (list, tuple)) or len(out) != B:
+        fail(f"{label} must return a list of one output per prompt ({B} here).")
+    rows = [_tokens(o, label) for o in out]
+    if any(len(r) != NEW for r in rows):
+        fail(f"{label} must return exactly max_new_tokens = {NEW} new tokens per row, without the prompt.")
+    return rows
+
+
+def _rollback_min(target, draft, prompts, K, max_new_tokens):
+    """The reference loop with every row rolled back to the batch's smallest acceptance (the named mistake)."""
+    original = ref.batch_accept
+
+    def accept_min(p, q, d, u):
+        n, token = original(p, q, d, u)
+        return n, token
+
+    device = target.device
+    B = len(prompts)
+    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    starts = [len(s) for s in seqs]
+    t_cache, d_cache = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), t_cache, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), d_cache, rows=[b])
+        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
+            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
+            drafts, q_rows, feed = [], [], last2
+            for _ in range(K):
+                q_i = ref.probabilities(draft.extend_batch(feed, d_cache)[:, -1], 0.0)
+                drafts.append(q_i.argmax(-1))
+                q_rows.append(q_i)
+                feed = drafts[-1][:, None]
+            V = target.config.vocab
+            d = torch.stack(drafts, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(q_rows, 1) if K else torch.zeros(B, 0, V, device=device)
+            p = ref.probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), t_cache), 0.0)
+            n, token = accept_min(p, q, d, torch.rand(B, K + 1, device=device))
+            lengths = torch.tensor([len(s) for s in seqs], device=device)
+            m = int(n.min())
+            t_cache.rollback(lengths + m)
+            if K:
+                d_cache.rollback(lengths + m - 1)
+            for b in range(B):
+                seqs[b] += d[b, :n[b]].tolist() + [int(token[b])]
+    return [s[m:m + max_new_tokens] for s, m in zip(seqs, starts)]
+
+
+def check_batched_generate(batched_generate) -> None:
+    """Greedy batches of 1-16 prompts on the shipped pair against each prompt decoded alone; sampled
+    runs reproducible from their generator."""
+    __tracebackhide__ = True
+    device = default_device()
+    target, draft = load("target", device), load("draft", device)
+    cases = [(B, K, _prompts(B, i * 3)) for i, (B, K) in enumerate(BATCHES)]
+    calls = [((target, draft, prompts, K, NEW), {"temperature": 0.0}) for B, K, prompts in cases]
+    outs = call_many(batched_generate, calls, name="batched_generate")
+    alone = {}
+    for (B, K, prompts), out in zip(cases, outs):
+        label = f"batched_generate ({B} prompts, K = {K}, temperature 0)"
+        rows = _rows(out, B, label)
+        for b, prompt in enumerate(prompts):
+            key = tuple(prompt.tolist())
+            if key not in alone:
+                alone[key] = plain(target, prompt.to(device), NEW).cpu().tolist()
+            if rows[b] != alone[key]:
+                if B > 1 and K > 0 and rows == _rollback_min(target, draft, prompts, K, NEW):
+                    fail(f"batched_generate: {HINT_ROLLBACK_MIN}")
+                fail(f"{label}: row {b} differs from its prompt decoded alone (plain greedy decoding); "
+                     "check each row's cache lengths after the rollback (target: all committed tokens but the "
+                     "last; draft: all but the last two) and that each row keeps only its own accepted drafts.",
+                     generic=True)
+    sampled = []
+    for seed in (11, 11, 12):
+        gen = torch.Generator(device=device).manual_seed(seed)
+        sampled.append(((target, draft, _prompts(4, 5), 3, NEW), {"temperature": 1.0, "generator": gen}))
+    runs = [_rows(o, 4, "batched_generate (4 prompts, K = 3, temperature 1)")
+            for o in call_many(batched_generate, sampled, name="batched_generate")]
+    if runs[0] != runs[1]:
+        fail("batched_generate at temperature 1 gave two different outputs for the same seeded generator: draw "
+             "every random number (the drafts and the uniforms) from `generator`.")
+    if runs[0] == runs[2] and len({tuple(r) for r in runs[0]}) > 1:
+        fail("batched_generate at temperature 1 ignores its generator: two different seeds gave the same output.")
+
+
+# ---------------------------------------------------------------- goodput and best_K
+
+HINT_PER_SEQUENCE = ("this is the goodput of one sequence: a batch step delivers B rows' tokens, so multiply by B "
+                     "(tokens per second of the whole batch).")
+HINT_OVERHEAD_PER_TOKEN = ("the overhead is paid once per step (sampling, acceptance, rollback for the whole batch), "
+                           "not once per token or per position.")
+HINT_B_PASSES = ("one target pass scores all B(K+1) positions: its time is target_time(B * (K + 1)), not B "
+                 "separate passes of K + 1 positions.")
+HINT_ROW_POSITIONS = ("the target pass scores K + 1 positions for each of the B rows: target_time(B * (K + 1)), not "
+                      "target_time(K + 1).")
+HINT_DRAFT_PER_ROW = ("each of the K draft passes serves the whole batch: K * draft_time(B), not one pass per row or "
+                      "per token.")
+HINT_ACCEPTANCE_ALONE = ("K chosen by acceptance alone: the best K depends on the batch through the pass times "
+                         "(at large B verification is compute-bound), so maximise the goodput at this B.")
+HINT_NEVER_ZERO = "K = 0 (no speculation) must be a candidate: when no K pays, the answer is 0."
+HINT_LARGEST_TIE = "on ties return the smallest K (less work for the same goodput)."
+
+
+def _tokens_per_round(alpha, K):
+    return K + 1.0 if alpha == 1 else (1 - alpha ** (K + 1)) / (1 - alpha)
+
+
+def _wrong_goodput(kind):
+    def wrong(alpha, K, B, tt, dt, o):
+        tokens = _tokens_per_round(alpha, K)
+        draft, verify, rows = K * dt(B), tt(B * (K + 1)), B
+        if kind == "per_sequence":
+            rows = 1
+        elif kind == "overhead_per_token":
+            o = o * B * (K + 1)
+        elif kind == "overhead_per_emitted":
+            o = o * B * tokens
+        elif kind == "b_passes":
+            verify = B * tt(K + 1)
+        elif kind == "row_positions":
+            verify = tt(K + 1)
+        elif kind == "draft_per_row":
+            draft = K * B * dt(1)
+        elif kind == "exponent_k":
+            tokens = K if alpha == 1 else (1 - alpha ** K) / (1 - alpha)
+        return rows * tokens / (draft + verify + o)
+    return wrong
+
+
+GOODPUT_MISTAKES = [
+    (HINT_PER_SEQUENCE, _wrong_goodput("per_sequence")),
+    (HINT_OVERHEAD_PER_TOKEN, _wrong_goodput("overhead_per_token")),
+    (HINT_OVERHEAD_PER_TOKEN, _wrong_goodput("overhead_per_emitted")),
+    (HINT_B_PASSES, _wrong_goodput("b_passes")),
+    (HINT_ROW_POSITIONS, _wrong_goodput("row_positions")),
+    (HINT_DRAFT_PER_ROW, _wrong_goodput("draft_per_row")),
+    (HINT_EXPONENT_K, _wrong_goodput("exponent_k")),
+]
+
+TIMES = {  # name -> (target, draft): a flat pass, a compute-bound one, the roofline's shape, an affine one
+    "flat": (PassTime(floor=0.01), PassTime(floor=0.002)),
+    "compute-bound": (PassTime(per_position=1e-3), PassTime(per_position=1e-4)),
+    "roofline": (PassTime(floor=2 * 8.03e9 / 3.35e12, per_position=2 * 8.03e9 / 989e12),
+                 PassTime(floor=2 * 1.24e9 / 3.35e12, per_position=2 * 1.24e9 / 989e12)),
+    "affine": (PassTime(fixed=0.003, per_position=2e-5), PassTime(fixed=0.001, per_position=1e-6)),
+}
+ALPHAS = (0.0, 0.3, 0.6, 0.8, 0.95, 1.0)
+GRID = [(alpha, K, B, name, o) for name in TIMES for alpha in ALPHAS for K in (0, 1, 2, 4, 8, 16)
+        for B in (1, 4, 64, 512) for o in (0.0, 1e-3) if (K + B + int(alpha * 10)) % 3 == 0 or K in (0, 4)]
+
+
+def check_goodput(goodput) -> None:
+    """Values on a grid of alpha, K, B, pass-time shapes and overheads, within 1e-9 relative."""
+    __tracebackhide__ = True
+    calls = [((alpha, K, B, *TIMES[name], o), {}) for alpha, K, B, name, o in GRID]
+    got = [require_scalar(v, f"goodput({alpha:g}, {K}, {B}, ...)")
+           for v, (alpha, K, B, name, o) in zip(call_many(goodput, calls, name="goodput"), GRID)]
+    inputs = [(alpha, K, B, *TIMES[name], o) for alpha, K, B, name, o in GRID]
+    want = [ref.goodput(*args) for args in inputs]
+    if close(got, want, rtol=1e-9, atol=0):
+        return
+    hint = diagnose(got, GOODPUT_MISTAKES, inputs, rtol=1e-9)
+    if hint:
+        fail(f"goodput: {hint}")
+    alpha, K, B, name, o = next(x for x, g, w in zip(GRID, got, want) if not close(g, w, rtol=1e-9, atol=0))
+    fail(f"goodput({alpha:g}, K = {K}, B = {B}, {name} passes, overhead {o:g}) is wrong: B rows each emit "
+         "(1 - alpha**(K+1)) / (1 - alpha) tokens per step of K draft passes at batch B, one target pass over "
+         "B(K+1) positions and the overhead.", generic=True)
+
+
+def _acceptance_alone(alpha, B, tt, dt, o, K_max):
+    return ref.best_K(alpha, 1, tt, dt, o, K_max)
+
+
+def _never_zero(alpha, B, tt, dt, o, K_max):
+    if K_max == 0:
+        return 0
+    rates = [ref.goodput(alpha, K, B, tt, dt, o) for K in range(1, K_max + 1)]
+    return 1 + int(np.argmax(rates))
+
+
+def _largest_tie(alpha, B, tt, dt, o, K_max):
+    rates = np.array([ref.goodput(alpha, K, B, tt, dt, o) for K in range(K_max + 1)])
+    return int(np.flatnonzero(rates == rates.max())[-1])
+
+
+BEST_MISTAKES = [(HINT_NEVER_ZERO, _never_zero), (HINT_LARGEST_TIE, _largest_tie),
+                 (HINT_ACCEPTANCE_ALONE, _acceptance_alone)]
+BEST_GRID = [(alpha, B, name, o, K_max) for name in TIMES for alpha in ALPHAS for B in (1, 4, 32, 64, 128, 512)
+             for o in (0.0, 1e-3) for K_max in (0, 4, 16) if K_max != 0 or B == 4]
+# with a free draft and a flat target at alpha = 0 every K has the same goodput: ties (the smallest K)
+TIES = [(0.0, B, "free", 0.0, 8) for B in (1, 16)]
+
+
+def check_best_K(best_K) -> None:
+    """The K of the highest goodput on a grid of alpha, B, pass times, overheads and K_max; ties."""
+    __tracebackhide__ = True
+    times = dict(TIMES, free=(PassTime(floor=0.01), PassTime()))
+    grid = BEST_GRID + TIES
+    calls = [((alpha, B, *times[name], o), {"K_max": K_max}) for alpha, B, name, o, K_max in grid]
+    got = []
+    for value, (alpha, B, name, o, K_max) in zip(call_many(best_K, calls, name="best_K"), grid):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            fail(f"best_K({alpha:g}, B = {B}, ...) returned {type(value).__name__}; return one int (int(k)).")
+        got.append(int(value))
+    inputs = [(alpha, B, *times[name], o, K_max) for alpha, B, name, o, K_max in grid]
+    want = [ref.best_K(*args) for args in inputs]
+    if got == want:
+        return
+    for hint, mistake in BEST_MISTAKES:
+        if [mistake(*args) for args in inputs] == got:
+            fail(f"best_K: {hint}")
+    alpha, B, name, o, K_max = next(x for x, g, w in zip(grid, got, want) if g != w)
+    fail(f"best_K({alpha:g}, B = {B}, {name} passes, overhead {o:g}, K_max = {K_max}) is wrong: the K in "
+         "0..K_max with the highest goodput at this batch, the smallest on ties.", generic=True)

@@ -1,0 +1,245 @@
+"""Learner answers for 07_speculation_in_a_server: CORRECT ones written differently from the
+reference, and WRONG ones with a phrase their hint must contain. A function may call helpers of
+this module: tests/notebooks.py pastes them into the notebook cell along with it."""
+import numpy as np
+import torch
+
+# The notebook's own functions: an answer that calls them gets the learner's (or, in process, the reference's)
+from solutions.reference.a07_speculation_in_a_server import batch_accept, goodput  # noqa: F401
+
+# ---------------------------------------------------------------- correct
+
+
+def batch_accept_divide(p, q, drafts, u):
+    """Ratios by division, the first rejection by argmax, the token by a normalised CDF."""
+    B, K1, V = p.shape
+    K = K1 - 1
+    idx = torch.arange(B)
+    if K > 0:
+        ratio = p[:, :K].gather(2, drafts.unsqueeze(2)).squeeze(2) / q.gather(2, drafts.unsqueeze(2)).squeeze(2)
+        rejected = torch.cat([u[:, :K] >= ratio, torch.ones(B, 1, dtype=torch.bool)], dim=1)
+        n = rejected.int().argmax(dim=1).long()  # the first True: the first rejection, or K
+        pos = torch.minimum(n, torch.full_like(n, K - 1))
+        res = torch.clamp(p[idx, pos] - q[idx, pos], min=0.0)
+        total = res.sum(dim=1, keepdim=True)
+        res = torch.where(total > 0, res / torch.where(total > 0, total, torch.ones_like(total)), p[idx, pos])
+        row = torch.where((n == K).unsqueeze(1), p[:, K], res)
+    else:
+        n, row = torch.zeros(B, dtype=torch.long), p[:, 0]
+    row = row / row.sum(dim=1, keepdim=True)
+    cdf = torch.cumsum(row, dim=1)
+    token = (cdf <= u[:, K:K + 1]).sum(dim=1).clamp(max=V - 1).long()
+    return n, token
+
+
+def batch_accept_numpy(p, q, drafts, u):
+    """The same rule in numpy, tensors back."""
+    P, Q, D, U = (x.detach().cpu().numpy() for x in (p, q, drafts, u))
+    B, K1, V = P.shape
+    K = K1 - 1
+    n = np.zeros(B, dtype=np.int64)
+    alive = np.ones(B, dtype=bool)
+    for i in range(K):  # a loop over positions, vectorised over the rows
+        ok = U[:, i] * Q[np.arange(B), i, D[:, i]] < P[np.arange(B), i, D[:, i]]
+        alive &= ok
+        n += alive
+    at = np.minimum(n, max(K - 1, 0))
+    if K:
+        res = np.maximum(P[np.arange(B), at] - Q[np.arange(B), at], 0)
+        empty = res.sum(1) <= 0
+        res[empty] = P[np.arange(B), at][empty]
+    else:
+        res = P[:, 0]
+    dist = np.where((n == K)[:, None], P[:, K], res)
+    cdf = np.cumsum(dist, axis=1)
+    token = np.minimum((cdf <= U[:, K:K + 1] * cdf[:, -1:]).sum(1), V - 1)
+    return torch.from_numpy(n), torch.from_numpy(token.astype(np.int64))
+
+
+def batched_generate_tensors(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Committed text kept as padded tensors with a length per row; caches rolled back with torch.minimum."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    lens = torch.tensor([len(p) for p in prompts])
+    width = int(lens.max()) + (max_new_tokens + 1) * (K + 1) + 2  # a fast row may run ahead of the slowest
+    text = torch.zeros(B, width, dtype=torch.long)
+    for b, prompt in enumerate(prompts):
+        text[b, :len(prompt)] = prompt.cpu()
+    start = lens.clone()
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b in range(B):
+            target.extend_batch(text[b:b + 1, :lens[b] - 1].to(device), tc, rows=[b])
+            draft.extend_batch(text[b:b + 1, :lens[b] - 2].to(device), dc, rows=[b])
+        while bool(((lens - start) < max_new_tokens).any()):
+            idx = torch.arange(B)
+            tail = torch.stack([text[idx, lens - 2], text[idx, lens - 1]], 1).to(device)
+            ds, qs, feed = [], [], tail
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
+                di = qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator).view(-1)
+                ds.append(di)
+                qs.append(qi)
+                feed = di.view(B, 1)
+            d = torch.stack(ds, 1) if ds else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if qs else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([tail[:, 1:], d], 1), tc), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
+            n, tok, d = n.cpu(), tok.cpu(), d.cpu()
+            tc.rollback((lens + n).to(device))
+            if K:
+                dc.rollback(torch.minimum((lens + n - 1).to(device), dc.lengths))
+            for b in range(B):
+                k = int(n[b])
+                text[b, lens[b]:lens[b] + k] = d[b, :k]
+                text[b, lens[b] + k] = tok[b]
+            lens = lens + n + 1
+    return [text[b, start[b]:start[b] + max_new_tokens].clone() for b in range(B)]
+
+
+def goodput_power_sum(alpha, K, B, target_time, draft_time, overhead=0.0):
+    tokens = sum(alpha ** k for k in range(K + 1))
+    return B * tokens / (overhead + target_time(B * (K + 1)) + sum(draft_time(B) for _ in range(K)))
+
+
+def best_K_loop(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+    best, best_rate = 0, goodput(alpha, 0, B, target_time, draft_time, overhead)
+    for K in range(1, K_max + 1):
+        rate = goodput(alpha, K, B, target_time, draft_time, overhead)
+        if rate > best_rate:
+            best, best_rate = K, rate
+    return best
+
+
+# ---------------------------------------------------------------- wrong
+
+
+def batch_accept_shared_uniform(p, q, drafts, u):
+    """Draws one row of uniforms and uses it for the whole batch."""
+    u = u[0].repeat(u.shape[0], 1)
+    return _reference_rule(p, q, drafts, u)
+
+
+def batch_accept_bonus_on_reject(p, q, drafts, u):
+    """Every row's token from the bonus row, whether it rejected or not."""
+    B, K1, V = p.shape
+    n, _ = _reference_rule(p, q, drafts, u)
+    cdf = p[:, K1 - 1].cumsum(-1)
+    return n, torch.searchsorted(cdf, (u[:, -1:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+
+
+def batch_accept_counts_all(p, q, drafts, u):
+    """Counts every draft that passed, not the prefix."""
+    B, K1, V = p.shape
+    K = K1 - 1
+    if K == 0:
+        return _reference_rule(p, q, drafts, u)
+    ok = u[:, :K] * q.gather(-1, drafts[..., None])[..., 0] < p[:, :K].gather(-1, drafts[..., None])[..., 0]
+    n = ok.long().sum(-1)
+    _, token = _reference_rule(p, q, drafts, u)
+    return n, token
+
+
+def _reference_rule(p, q, drafts, u):
+    B, K1, V = p.shape
+    K = K1 - 1
+    rows = torch.arange(B)
+    if K == 0:
+        n, dist = torch.zeros(B, dtype=torch.long), p[:, 0]
+    else:
+        ok = u[:, :K] * q.gather(-1, drafts[..., None])[..., 0] < p[:, :K].gather(-1, drafts[..., None])[..., 0]
+        n = ok.long().cumprod(-1).sum(-1)
+        at = n.clamp(max=K - 1)
+        res = (p[rows, at] - q[rows, at]).clamp(min=0)
+        res = torch.where(res.sum(-1, keepdim=True) > 0, res, p[rows, at])
+        dist = torch.where((n == K)[:, None], p[:, K], res)
+    cdf = dist.cumsum(-1)
+    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+
+
+def batched_generate_rollback_min(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Rolls every row back to the batch's smallest acceptance."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    starts = [len(s) for s in seqs]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
+        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
+            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
+            ds, qs, feed = [], [], last2
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
+                di = qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator)[:, 0]
+                ds.append(di)
+                qs.append(qi)
+                feed = di[:, None]
+            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
+            lengths = torch.tensor([len(s) for s in seqs], device=device)
+            m = int(n.min())
+            tc.rollback(lengths + m)  # the batch's smallest acceptance for every row
+            if K:
+                dc.rollback(lengths + m - 1)
+            for b in range(B):
+                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
+    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+
+
+def goodput_per_sequence(alpha, K, B, target_time, draft_time, overhead=0.0):
+    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
+    return tokens / (K * draft_time(B) + target_time(B * (K + 1)) + overhead)
+
+
+def goodput_overhead_per_token(alpha, K, B, target_time, draft_time, overhead=0.0):
+    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
+    return B * tokens / (K * draft_time(B) + target_time(B * (K + 1)) + overhead * B * (K + 1))
+
+
+def goodput_b_passes(alpha, K, B, target_time, draft_time, overhead=0.0):
+    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
+    return B * tokens / (K * draft_time(B) + B * target_time(K + 1) + overhead)
+
+
+def best_K_acceptance_alone(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+    """The best K of a single sequence, used at every batch size."""
+    rates = [goodput(alpha, K, 1, target_time, draft_time, overhead) for K in range(K_max + 1)]
+    return int(np.argmax(rates))
+
+
+def best_K_never_zero(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+    rates = [goodput(alpha, K, B, target_time, draft_time, overhead) for K in range(1, K_max + 1)]
+    return 1 + int(np.argmax(rates)) if rates else 0
+
+
+def best_K_largest_on_ties(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+    rates = np.array([goodput(alpha, K, B, target_time, draft_time, overhead) for K in range(K_max + 1)])
+    return int(np.flatnonzero(rates == rates.max())[-1])
+
+
+CORRECT = {
+    "batch_accept": [batch_accept_divide, batch_accept_numpy],
+    "batched_generate": [batched_generate_tensors],
+    "goodput": [goodput_power_sum],
+    "best_K": [best_K_loop],
+}
+
+WRONG = {
+    "batch_accept": [(batch_accept_shared_uniform, "one uniform shared by the batch"),
+                     (batch_accept_bonus_on_reject, "bonus row"),
+                     (batch_accept_counts_all, "first rejection")],
+    "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row")],
+    "goodput": [(goodput_per_sequence, "multiply by B"), (goodput_overhead_per_token, "once per step"),
+                (goodput_b_passes, "not B separate passes")],
+    "best_K": [(best_K_acceptance_alone, "acceptance alone"), (best_K_never_zero, "K = 0"),
+               (best_K_largest_on_ties, "smallest K")],
+}
