@@ -51,3 +51,25 @@ def test_the_greedy_prompts_have_no_near_tie():
         top = logits.topk(2, -1).values
         smallest = min(smallest, float((top[:, 0] - top[:, 1]).min()))
     assert smallest > 1e-3, smallest
+
+
+def test_best_K_built_on_a_wrong_goodput_is_sent_to_fix_goodput_first():
+    """best_K calls the learner's own goodput: when that goodput has a named mistake, best_K's hint
+    names it (and says to fix goodput first), alone or together with a mistake of best_K's own."""
+    import pytest
+
+    import tests.answers_07 as answers
+    from solutions.checks._common import CheckFailure
+
+    def on_wrong_goodput(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+        rates = [answers.goodput_overhead_per_token(alpha, K, B, target_time, draft_time, overhead)
+                 for K in range(K_max + 1)]
+        return int(np.argmax(rates))
+
+    def also_acceptance_alone(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+        return on_wrong_goodput(alpha, 1, target_time, draft_time, overhead, K_max)
+
+    for fn in (on_wrong_goodput, also_acceptance_alone):
+        with pytest.raises(CheckFailure) as failure:
+            a07.check_best_K(fn)
+        assert "fix goodput first" in str(failure.value) and "once per step" in str(failure.value)

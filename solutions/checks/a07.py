@@ -221,12 +221,6 @@ def _rows(out, B: int, label: str) -> list[list[int]]:
 
 def _rollback_min(target, draft, prompts, K, max_new_tokens):
     """The reference loop with every row rolled back to the batch's smallest acceptance (the named mistake)."""
-    original = ref.batch_accept
-
-    def accept_min(p, q, d, u):
-        n, token = original(p, q, d, u)
-        return n, token
-
     device = target.device
     B = len(prompts)
     seqs = [[int(t) for t in prompt] for prompt in prompts]
@@ -248,7 +242,7 @@ def _rollback_min(target, draft, prompts, K, max_new_tokens):
             d = torch.stack(drafts, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
             q = torch.stack(q_rows, 1) if K else torch.zeros(B, 0, V, device=device)
             p = ref.probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), t_cache), 0.0)
-            n, token = accept_min(p, q, d, torch.rand(B, K + 1, device=device))
+            n, token = ref.batch_accept(p, q, d, torch.rand(B, K + 1, device=device))
             lengths = torch.tensor([len(s) for s in seqs], device=device)
             m = int(n.min())
             t_cache.rollback(lengths + m)
@@ -281,7 +275,8 @@ def check_batched_generate(batched_generate) -> None:
                     fail(f"batched_generate: {HINT_ROLLBACK_MIN}")
                 fail(f"{label}: row {b} differs from its prompt decoded alone (plain greedy decoding); "
                      "check each row's cache lengths after the rollback (target: all committed tokens but the "
-                     "last; draft: all but the last two) and that each row keeps only its own accepted drafts.",
+                     "last; draft: all but the last two) and that each row keeps only its own accepted drafts "
+                     "(batched_generate uses your batch_accept: make it pass its check first).",
                      generic=True)
     sampled = []
     for seed in (11, 11, 12):
@@ -423,6 +418,15 @@ def check_best_K(best_K) -> None:
     for hint, mistake in BEST_MISTAKES:
         if [mistake(*args) for args in inputs] == got:
             fail(f"best_K: {hint}")
+    # best_K calls the learner's own goodput: a goodput mistake shows up here too, alone or with one of best_K's
+    for hint, wrong in GOODPUT_MISTAKES:
+        def argmax(alpha, B, tt, dt, o, K_max, wrong=wrong):
+            with np.errstate(all="ignore"):
+                return int(np.argmax([wrong(alpha, K, B, tt, dt, o) for K in range(K_max + 1)]))
+        for shape in (argmax, lambda a, B, *rest, f=argmax: f(a, 1, *rest)):
+            if [shape(*args) for args in inputs] == got:
+                fail(f"best_K picks the best K of your goodput, which has a mistake (fix goodput first): {hint}")
     alpha, B, name, o, K_max = next(x for x, g, w in zip(grid, got, want) if g != w)
     fail(f"best_K({alpha:g}, B = {B}, {name} passes, overhead {o:g}, K_max = {K_max}) is wrong: the K in "
-         "0..K_max with the highest goodput at this batch, the smallest on ties.", generic=True)
+         "0..K_max with the highest goodput at this batch, the smallest on ties (best_K uses your goodput: "
+         "make goodput pass its check first).", generic=True)

@@ -13,6 +13,7 @@ import torch
 from specdec.engine import plain, probabilities
 from specdec.model import encode, load
 from specdec.serving import batch_pass_times, crossover, simulate, sweep, time_of_tokens
+from specdec.timing import timed
 
 
 def batch_accept(p, q, drafts, u):
