@@ -10,8 +10,10 @@ What it offers:
   sees the whole cache and the new nodes j with mask[i, j] (itself and its ancestors), at
   position cache.length + depth - 1; `cache.keep(start, slots)` then keeps the accepted path.
 
-What it leaves out: dropout, batching beyond 1 in the cache, weight tying tricks, rotary
-embeddings. Bytes are tokens (vocabulary 256), so no tokenizer is needed.
+A batch cache (`new_batch_cache(B)`, `extend_batch`, per-row `rollback`) holds B sequences that
+grow and roll back apart: a server's batch (notebook 07).
+
+What it leaves out: dropout, weight tying tricks, rotary embeddings. Bytes are tokens (vocabulary 256), so no tokenizer is needed.
 CPU by default; the same code runs on CUDA (`model.to("cuda")`).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A small, seeded discrete-event simulation of a continuous-batching server that may speculate
-(groundwork for notebook 07, issue 34; not yet used by a released notebook).
+(notebook 07, section 4), and the pass times it runs on.
 
 Requests arrive as a Poisson process at `rate` per second. Each wants `output_tokens` tokens (its
 prompt's prefill is not modelled: it is paid once per request, with or without speculation). The

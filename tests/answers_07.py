@@ -159,6 +159,84 @@ def _reference_rule(p, q, drafts, u):
     return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
 
 
+def batch_accept_not_strict(p, q, drafts, u):
+    """`<=` in the acceptance test."""
+    B, K1, V = p.shape
+    K = K1 - 1
+    rows = torch.arange(B)
+    if K == 0:
+        return _reference_rule(p, q, drafts, u)
+    ok = u[:, :K] * q.gather(-1, drafts[..., None])[..., 0] <= p[:, :K].gather(-1, drafts[..., None])[..., 0]
+    n = ok.long().cumprod(-1).sum(-1)
+    at = n.clamp(max=K - 1)
+    res = (p[rows, at] - q[rows, at]).clamp(min=0)
+    res = torch.where(res.sum(-1, keepdim=True) > 0, res, p[rows, at])
+    dist = torch.where((n == K)[:, None], p[:, K], res)
+    cdf = dist.cumsum(-1)
+    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+
+
+def batch_accept_searchsorted_left(p, q, drafts, u):
+    """The notebook's searchsorted with its default right=False."""
+    n, _ = _reference_rule(p, q, drafts, u)
+    B, K1, V = p.shape
+    K = K1 - 1
+    rows = torch.arange(B)
+    if K == 0:
+        dist = p[:, 0]
+    else:
+        at = n.clamp(max=K - 1)
+        res = (p[rows, at] - q[rows, at]).clamp(min=0)
+        res = torch.where(res.sum(-1, keepdim=True) > 0, res, p[rows, at])
+        dist = torch.where((n == K)[:, None], p[:, K], res)
+    cdf = dist.cumsum(-1)
+    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous())[:, 0].clamp(max=V - 1)
+
+
+def batched_generate_live_rows_min(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """A learner's own loop (only unfinished rows run, caches grow by n + 1 per round) that rolls every
+    running row back by the smallest acceptance among them."""
+    from specdec.engine import probabilities
+
+    dev = target.device
+    B = len(prompts)
+    seqs = [list(map(int, p)) for p in prompts]
+    goal = [len(s) + max_new_tokens for s in seqs]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=dev), tc, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=dev), dc, rows=[b])
+        while True:
+            live = [b for b in range(B) if len(seqs[b]) < goal[b]]
+            if not live:
+                break
+            t0, d0 = tc.lengths.clone(), dc.lengths.clone()
+            feed = torch.tensor([seqs[b][-2:] for b in live], device=dev)
+            ds, qs = [], []
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc, rows=live)[:, -1], temperature)
+                di = qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator)[:, 0]
+                ds.append(di)
+                qs.append(qi)
+                feed = di[:, None]
+            L = len(live)
+            d = torch.stack(ds, 1) if K else torch.zeros(L, 0, dtype=torch.long, device=dev)
+            q = torch.stack(qs, 1) if K else torch.zeros(L, 0, target.config.vocab, device=dev)
+            last = torch.tensor([[seqs[b][-1]] for b in live], device=dev)
+            p = probabilities(target.extend_batch(torch.cat([last, d], 1), tc, rows=live), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(L, K + 1, generator=generator, device=dev))
+            m = int(n.min())
+            new_t, new_d = tc.lengths.clone(), dc.lengths.clone()
+            for i, b in enumerate(live):
+                new_t[b], new_d[b] = t0[b] + m + 1, d0[b] + m + 1  # the smallest acceptance for every row
+                seqs[b] += d[i, :int(n[i])].tolist() + [int(tok[i])]
+            tc.rollback(torch.minimum(new_t, tc.lengths))
+            if K:
+                dc.rollback(torch.minimum(new_d, dc.lengths))
+    return [torch.tensor(s[g - max_new_tokens:g]) for s, g in zip(seqs, goal)]
+
+
 def batched_generate_rollback_min(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
     """Rolls every row back to the batch's smallest acceptance."""
     from specdec.engine import probabilities
@@ -236,8 +314,10 @@ CORRECT = {
 WRONG = {
     "batch_accept": [(batch_accept_shared_uniform, "one uniform shared by the batch"),
                      (batch_accept_bonus_on_reject, "bonus row"),
-                     (batch_accept_counts_all, "first rejection")],
-    "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row")],
+                     (batch_accept_counts_all, "first rejection"), (batch_accept_not_strict, "strict"),
+                     (batch_accept_searchsorted_left, "right=True")],
+    "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row"),
+                         (batched_generate_live_rows_min, "right, but rows go wrong in a batch")],
     "goodput": [(goodput_per_sequence, "multiply by B"), (goodput_overhead_per_token, "once per step"),
                 (goodput_b_passes, "not B separate passes")],
     "best_K": [(best_K_acceptance_alone, "acceptance alone"), (best_K_never_zero, "K = 0"),

@@ -73,3 +73,30 @@ def test_best_K_built_on_a_wrong_goodput_is_sent_to_fix_goodput_first():
         with pytest.raises(CheckFailure) as failure:
             a07.check_best_K(fn)
         assert "fix goodput first" in str(failure.value) and "once per step" in str(failure.value)
+
+
+def test_no_untouched_release_is_flagged_and_a_learners_own_network_code_is():
+    """The integrity scan looks at what a learner wrote: every untouched release passes clean (07's
+    own cells say "requests per second"), while `import requests` in an answer cell, or a given
+    cell that a learner changed, is flagged."""
+    from pathlib import Path
+
+    import nbformat
+
+    from coursekit.nbg import given_code, scan
+    from coursekit.paths import COURSE, SOURCE, assignments
+
+    for a in assignments():
+        release = nbformat.read(COURSE / a / f"{a}.ipynb", as_version=4)
+        given = given_code(SOURCE / a / f"{a}.ipynb")
+        assert scan(release, given) == [] and scan(release) == [], a
+    a = "07_speculation_in_a_server"
+    nb = nbformat.read(COURSE / a / f"{a}.ipynb", as_version=4)
+    given = given_code(Path(SOURCE / a / f"{a}.ipynb"))
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    answer.source = "import requests\n" + answer.source
+    assert "opens a network connection" in scan(nb, given)
+    answer.source = answer.source.replace("import requests\n", "")
+    demo = next(c for c in nb.cells if "demo" in c.metadata.get("tags", []))
+    demo.source += "\nimport subprocess"
+    assert "starts processes" in scan(nb, given)

@@ -67,6 +67,8 @@ def _case(rng: np.random.Generator, B: int, K: int, V: int, kind: str, dtype=tor
         for i in range(K):
             drafts[b, i] = rng.choice(V, p=q[b, i] / q[b, i].sum())
     u = rng.random((B, K + 1))
+    if kind == "one-hot":  # u = 0 exactly (torch.rand can return it): a strict test and a CDF past 0
+        u[rng.random((B, K + 1)) < 0.3] = 0.0
     as_t = lambda a: torch.tensor(a, dtype=dtype)  # noqa: E731
     return as_t(p), as_t(q).reshape(B, K, V), torch.tensor(drafts), as_t(u)
 
@@ -81,7 +83,7 @@ def _shared_u(p, q, d, u):
     return ref.batch_accept(p, q, d, u[:1].expand_as(u).contiguous())
 
 
-def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise=True):
+def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise=True, strict=True, right=True):
     """The reference with one step done wrongly, to name a learner's mistake."""
     B, K1, V = p.shape
     K = K1 - 1
@@ -91,7 +93,7 @@ def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise
     else:
         p_d = p[:, :K].gather(-1, d[..., None])[..., 0]
         q_d = q.gather(-1, d[..., None])[..., 0]
-        ok = u[:, :K] * q_d < p_d if ratio == "p/q" else u[:, :K] * p_d < q_d
+        ok = (u[:, :K] * q_d < p_d if strict else u[:, :K] * q_d <= p_d) if ratio == "p/q" else u[:, :K] * p_d < q_d
         n = ok.long().cumprod(-1).sum(-1) if count == "prefix" else ok.long().sum(-1)
         at = n.clamp(max=K - 1)
         residual = (p[rows, at] - q[rows, at]).clamp(min=0)
@@ -103,8 +105,13 @@ def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise
         dist = torch.where((n == K)[:, None], p[:, K], residual)
     cdf = dist.cumsum(-1)
     x = u[:, K:] * cdf[:, -1:] if normalise else u[:, K:]
-    return n, torch.searchsorted(cdf, x.contiguous(), right=True)[:, 0].clamp(max=V - 1)
+    return n, torch.searchsorted(cdf, x.contiguous(), right=right)[:, 0].clamp(max=V - 1)
 
+
+HINT_NOT_STRICT = ("the acceptance test is strict, u < p(d)/q(d): with u = 0 a draft the target gives no mass (p(d) = 0) "
+                   "must still be rejected, and `<=` keeps it.")
+HINT_SEARCH_LEFT = ("the emitted token is the first whose cumulative mass is strictly greater than u times the total "
+                    "(torch.searchsorted(..., right=True)): with right=False, u = 0 picks a token of zero mass.")
 
 BATCH_MISTAKES = [
     (HINT_SHARED_U, _shared_u),
@@ -113,18 +120,21 @@ BATCH_MISTAKES = [
     (HINT_BONUS_ON_REJECT, lambda *a: _variant(*a, emit="bonus")),
     (HINT_NO_RESIDUAL, lambda *a: _variant(*a, emit="target")),
     (HINT_UNNORMALISED, lambda *a: _variant(*a, normalise=False)),
+    (HINT_NOT_STRICT, lambda *a: _variant(*a, strict=False)),
+    (HINT_SEARCH_LEFT, lambda *a: _variant(*a, right=False)),
 ]
 
 
 def _as_long(value, B: int, label: str) -> np.ndarray:
     __tracebackhide__ = True
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    array = np.asarray(value)
+    if not isinstance(value, torch.Tensor):
+        fail(f"{label} must return two torch tensors (accepted, token), not {type(value).__name__}: the batched "
+             "loop keeps them on the models' device.")
+    if value.dtype not in (torch.int64, torch.int32):
+        fail(f"{label} returned {value.dtype} values; counts and tokens are integers (torch.long).")
+    array = value.detach().cpu().numpy()
     if array.shape != (B,):
         fail(f"{label} must return two 1-D tensors of B = {B} entries (accepted, token), not shape {array.shape}.")
-    if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.round(array))):
-        fail(f"{label} returned {array.dtype} values; counts and tokens are integers (torch.long).")
     return array.astype(np.int64)
 
 
@@ -133,8 +143,10 @@ def _borderline(p, q, d, u, b: int, n_ref: int) -> bool:
     K = d.shape[1]
     for i in range(min(n_ref + 1, K)):
         ratio = float(p[b, i, d[b, i]]) / max(float(q[b, i, d[b, i]]), 1e-30)
-        if abs(float(u[b, i]) - ratio) <= 1e-5 * max(ratio, 1e-12):
+        if float(u[b, i]) > 0 and ratio > 0 and abs(float(u[b, i]) - ratio) <= 1e-5 * ratio:
             return True
+    if float(u[b, K]) == 0:  # u = 0 is no boundary: the first token of positive mass, exactly
+        return False
     for n in {n_ref, min(n_ref + 1, K)}:  # the row the token is drawn from, either way of a borderline test
         if n < K:
             dist = (p[b, n] - q[b, n]).clamp(min=0)
@@ -266,13 +278,21 @@ def check_batched_generate(batched_generate) -> None:
     for (B, K, prompts), out in zip(cases, outs):
         label = f"batched_generate ({B} prompts, K = {K}, temperature 0)"
         rows = _rows(out, B, label)
-        for b, prompt in enumerate(prompts):
+        for prompt in prompts:
             key = tuple(prompt.tolist())
             if key not in alone:
                 alone[key] = plain(target, prompt.to(device), NEW).cpu().tolist()
+        for b, prompt in enumerate(prompts):
+            key = tuple(prompt.tolist())
             if rows[b] != alone[key]:
                 if B > 1 and K > 0 and rows == _rollback_min(target, draft, prompts, K, NEW):
                     fail(f"batched_generate: {HINT_ROLLBACK_MIN}")
+                if B > 1:  # each prompt alone: right alone but wrong in a batch is a mistake between rows
+                    singles = call_many(batched_generate, [((target, draft, [pr], K, NEW), {"temperature": 0.0})
+                                                           for pr in prompts], name="batched_generate")
+                    if all(_rows(o, 1, label)[0] == alone[tuple(pr.tolist())] for o, pr in zip(singles, prompts)):
+                        fail(f"batched_generate: each prompt decoded alone is right, but rows go wrong in a batch: "
+                             f"{HINT_ROLLBACK_MIN}")
                 fail(f"{label}: row {b} differs from its prompt decoded alone (plain greedy decoding); "
                      "check each row's cache lengths after the rollback (target: all committed tokens but the "
                      "last; draft: all but the last two) and that each row keeps only its own accepted drafts "
@@ -408,8 +428,8 @@ def check_best_K(best_K) -> None:
     calls = [((alpha, B, *times[name], o), {"K_max": K_max}) for alpha, B, name, o, K_max in grid]
     got = []
     for value, (alpha, B, name, o, K_max) in zip(call_many(best_K, calls, name="best_K"), grid):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            fail(f"best_K({alpha:g}, B = {B}, ...) returned {type(value).__name__}; return one int (int(k)).")
+        if type(value) is not int:
+            fail(f"best_K({alpha:g}, B = {B}, ...) returned {type(value).__name__}; return a Python int (int(k)).")
         got.append(int(value))
     inputs = [(alpha, B, *times[name], o, K_max) for alpha, B, name, o, K_max in grid]
     want = [ref.best_K(*args) for args in inputs]
