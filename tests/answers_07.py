@@ -142,55 +142,34 @@ def batch_accept_counts_all(p, q, drafts, u):
     return n, token
 
 
-def _reference_rule(p, q, drafts, u):
+def _reference_rule(p, q, drafts, u, strict=True, right=True):
+    """The rule, with the two comparisons a learner can get wrong as switches."""
     B, K1, V = p.shape
     K = K1 - 1
     rows = torch.arange(B)
     if K == 0:
         n, dist = torch.zeros(B, dtype=torch.long), p[:, 0]
     else:
-        ok = u[:, :K] * q.gather(-1, drafts[..., None])[..., 0] < p[:, :K].gather(-1, drafts[..., None])[..., 0]
+        scaled = u[:, :K] * q.gather(-1, drafts[..., None])[..., 0]
+        p_d = p[:, :K].gather(-1, drafts[..., None])[..., 0]
+        ok = scaled < p_d if strict else scaled <= p_d
         n = ok.long().cumprod(-1).sum(-1)
         at = n.clamp(max=K - 1)
         res = (p[rows, at] - q[rows, at]).clamp(min=0)
         res = torch.where(res.sum(-1, keepdim=True) > 0, res, p[rows, at])
         dist = torch.where((n == K)[:, None], p[:, K], res)
     cdf = dist.cumsum(-1)
-    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=right)[:, 0].clamp(max=V - 1)
 
 
 def batch_accept_not_strict(p, q, drafts, u):
     """`<=` in the acceptance test."""
-    B, K1, V = p.shape
-    K = K1 - 1
-    rows = torch.arange(B)
-    if K == 0:
-        return _reference_rule(p, q, drafts, u)
-    ok = u[:, :K] * q.gather(-1, drafts[..., None])[..., 0] <= p[:, :K].gather(-1, drafts[..., None])[..., 0]
-    n = ok.long().cumprod(-1).sum(-1)
-    at = n.clamp(max=K - 1)
-    res = (p[rows, at] - q[rows, at]).clamp(min=0)
-    res = torch.where(res.sum(-1, keepdim=True) > 0, res, p[rows, at])
-    dist = torch.where((n == K)[:, None], p[:, K], res)
-    cdf = dist.cumsum(-1)
-    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+    return _reference_rule(p, q, drafts, u, strict=False)
 
 
 def batch_accept_searchsorted_left(p, q, drafts, u):
     """The notebook's searchsorted with its default right=False."""
-    n, _ = _reference_rule(p, q, drafts, u)
-    B, K1, V = p.shape
-    K = K1 - 1
-    rows = torch.arange(B)
-    if K == 0:
-        dist = p[:, 0]
-    else:
-        at = n.clamp(max=K - 1)
-        res = (p[rows, at] - q[rows, at]).clamp(min=0)
-        res = torch.where(res.sum(-1, keepdim=True) > 0, res, p[rows, at])
-        dist = torch.where((n == K)[:, None], p[:, K], res)
-    cdf = dist.cumsum(-1)
-    return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous())[:, 0].clamp(max=V - 1)
+    return _reference_rule(p, q, drafts, u, right=False)
 
 
 def batched_generate_live_rows_min(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
