@@ -49,3 +49,30 @@ def test_validate_fails_a_blank_notebook_and_passes_the_reference(one):
     nbformat.write(nb, reference)
     done = one["course"].nbgrader("validate", str(reference), check=False)
     assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_make_grade_runs_the_left_out_cells_with_nbgraders_own_setting(tmp_path):
+    """`make grade ARGS=--run-measurements` (grade(..., run_measurements=True)) passes nbgrader's
+    --JudgedExecute.run_measurements=True to the learner's nbgrader process: the cells grading
+    otherwise leaves out run, and the grade is the same."""
+    import nbformat
+
+    from coursekit.grade import grade
+    from coursekit.judge.messages import SKIPPED
+    from coursekit.nbg import ScratchCourse, with_reference_answers
+
+    A = "01_acceptance_chain"
+    notes = {}
+    for flag in (False, True):
+        root = tmp_path / str(flag)
+        course = ScratchCourse(root)
+        release = course.generate(A) / f"{A}.ipynb"
+        course.submit("ada", A, with_reference_answers(release, root / "source" / A / f"{A}.ipynb",
+                                                       root / "tmp" / f"{A}.ipynb"), f"{A}.ipynb")
+        rows = grade(root, [A], jobs=1, run_measurements=flag)
+        assert rows[0].score == rows[0].max_score
+        out = nbformat.read(root / "autograded" / "ada" / A / f"{A}.ipynb", as_version=4)
+        notes[flag] = sum(any(o.get("text") == SKIPPED for o in c.get("outputs", [])) for c in out.cells
+                          if c.cell_type == "code")
+    assert notes[False] > 0 and notes[True] == 0, notes
