@@ -182,8 +182,8 @@ def main(argv=None) -> int:
                    "feedback included. CPU time moves less than wall-clock time when other programs share the "
                    "machine, and it is what a cohort pays per learner.)") if not bwrap_kernels else
                   ("CPU time not reported: the grading kernels ran under bubblewrap, whose PID namespace does not "
-                   "hand their CPU time back to the process that waits for them (COURSE_SANDBOX_BWRAP=0 measures it, "
-                   "with the audit hook alone)."), ""]
+                   "hand their CPU time back to the process that waits for them (COURSE_SANDBOX=landlock measures it, "
+                   "where the Linux kernel has Landlock; COURSE_SANDBOX=audit everywhere)."), ""]
 
         # the cluster: two workers on loopback
         root = tmp / "cohort"

@@ -321,11 +321,9 @@ def _grade_on_cluster(root: Path, by_student: dict, bundle: bytes, rows: dict, t
 
 
 def report(rows: list[NotebookResult]) -> str:
-    from coursekit.judge.sandbox import BWRAP, mode
+    from coursekit.judge.sandbox import describe, mode
 
-    how = mode()
-    lines = [f"Grading kernels ran under: {how}" + ("" if how == BWRAP else
-             " (bubblewrap is missing or cannot create namespaces here: native code is not contained)"), "",
+    lines = [f"Grading kernels ran under: {describe(mode())}", "",
              "| student | assignment | score | flags |", "|---|---|---|---|"]
     for r in rows:
         score = "-" if r.score is None else f"{r.score:g} / {r.max_score:g}"

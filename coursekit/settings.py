@@ -54,6 +54,19 @@ class Setting:
         return self.name
 
 
+LAYERS = ("bubblewrap", "landlock", "audit")  # coursekit.judge.sandbox's names for them
+
+
+def _layer(text: str) -> str:
+    if text not in ("auto", *LAYERS):
+        raise ValueError(f"COURSE_SANDBOX={text}: one of auto, {', '.join(LAYERS)}")
+    return text
+
+
+def _layers(text: str) -> list[str]:
+    return [_layer(part.strip()) for part in text.split(",") if part.strip() and part.strip() != "auto"]
+
+
 ALL: list[Setting] = []
 
 
@@ -64,8 +77,12 @@ def _declare(*args, **kw) -> Setting:
 
 
 # ---- the grading sandbox (coursekit.judge.sandbox): read by the kernel's launcher, before the kernel starts
-SANDBOX_BWRAP = _declare("COURSE_SANDBOX_BWRAP", "auto", "bubblewrap around grading kernels: auto (where it can "
-                         "create namespaces), 1 (required: its absence is an error, as in CI), 0 (never)", who="sandbox")
+SANDBOX = _declare("COURSE_SANDBOX", "auto", "the layer around grading kernels: auto (the strongest this "
+                   "machine has), bubblewrap, landlock or audit (the audit hook alone); a named layer this machine "
+                   "lacks is an error", _layer, "sandbox")
+SANDBOX_REQUIRE = _declare("COURSE_SANDBOX_REQUIRE", "", "layers that must be available (comma-separated; CI: "
+                           "bubblewrap,landlock): their absence is an error, and their tests fail instead of "
+                           "skipping", _layers, "sandbox")
 SANDBOX_MEMORY = _declare("COURSE_SANDBOX_MEMORY", str(8 * GiB), "a grading kernel's address space, bytes", int, "sandbox")
 SANDBOX_CPU = _declare("COURSE_SANDBOX_CPU", "900", "a grading kernel's CPU time, seconds (then it is killed; a "
                        "cell's own limit is grader_config.py's JudgedExecute.cpu_timeout)", int, "sandbox")
@@ -75,8 +92,10 @@ SANDBOX_PROCESSES = _declare("COURSE_SANDBOX_PROCESSES", "64", "processes a non-
                              int, "sandbox")
 SANDBOX_PROTECT = _declare("COURSE_SANDBOX_PROTECT", "", "more course roots whose grading data a kernel may not "
                            "read (os.pathsep-separated; make grade sets it for its workers)", _paths, "sandbox")
-SANDBOX_MODE = _declare("COURSE_SANDBOX_MODE", "", "set by the launcher inside bubblewrap (internal): the mode "
-                        "the kernel runs under", who="sandbox")
+SANDBOX_MODE = _declare("COURSE_SANDBOX_MODE", "", "set for each grading kernel by its launcher "
+                        "(internal): the layer it runs under", who="sandbox")
+SANDBOX_PRIVATE = _declare("COURSE_SANDBOX_PRIVATE", "", "set for each grading kernel under Landlock "
+                           "(internal): its private folder", lambda t: Path(t) if t else None, "sandbox")
 KERNEL_THREADS = _declare("COURSE_KERNEL_THREADS", "1", "torch/BLAS threads of each grading kernel "
                           "(coursekit.threads)", int, "sandbox")
 TIMING_REPEATS = _declare("COURSE_TIMING_REPEATS", "", "the most repeats specdec.timing makes of one "

@@ -121,13 +121,32 @@ NOTEBOOK_CASES = {
     "reads_parent_environ": (_prepend("import os\nleak = open(f'/proc/{os.getppid()}/environ', 'rb').read()"), None,
                              "refused by the grading sandbox"),
     # Native code is invisible to the audit hook: under bubblewrap the write meets a read-only
-    # course and the process dies with the kernel's PID namespace; under the fallback both happen
-    # (the integrity report names them, test_native_code_is_contained_by_bubblewrap_only).
+    # course, under Landlock a ruleset that lets it write only its own folder; under the audit
+    # hook alone it gets through (the integrity report names it). No process it leaves behind
+    # outlives grading under any layer (the grader is their subreaper).
+    # test_native_code_is_contained_below_python.
     "ctypes_write": (_prepend(
         "import ctypes\nfrom pathlib import Path\n_libc = ctypes.CDLL(None)\n"
         "_fd = _libc.open(str(Path.cwd().parents[4] / 'ctypes-escape').encode(), 0o101, 0o644)  # the course root\n"
         "_fd >= 0 and _libc.close(_fd)"), FULL, "native code"),
     "leaves_process": (_prepend("import ctypes\nctypes.CDLL(None).system(b'sleep 4321 &')"), FULL, "native code"),
+    # a double fork from native code, without starting a program (Landlock stops execve): the
+    # daemon, named lingers4321, outlives its parent and then the kernel unless the grader ends it
+    "forks_daemon": (_prepend(
+        "import ctypes\n_py = ctypes.PyDLL(None)  # fork holding the GIL: the child runs Python on\n"
+        "if _py.fork() == 0:\n    _py.setsid()\n    if _py.fork() == 0:\n"
+        "        _py.prctl(15, b'lingers4321', 0, 0, 0)\n        _py.sleep(4321)\n    _py._exit(0)"), FULL, "native code"),
+    # a TCP connection from native code to a port the corpus listens on (PORT)
+    "raw_connect": (_prepend(
+        "import ctypes, socket, struct\n_libc = ctypes.CDLL(None)\n_s = _libc.socket(2, 1, 0)  # AF_INET, SOCK_STREAM\n"
+        "_addr = struct.pack('=H', 2) + struct.pack('!H', PORT) + socket.inet_aton('127.0.0.1') + bytes(8)\n"
+        "_libc.connect(_s, _addr, len(_addr))\n_libc.close(_s)"), FULL, "native code"),
+    # a native read of the reference solutions: the cell fails (and its exercise scores 0) only if it got through
+    "ctypes_reads_reference": (_prepend(
+        "import ctypes, coursekit\nfrom pathlib import Path\n_libc = ctypes.CDLL(None)\n"
+        "_ref = Path(coursekit.__file__).resolve().parents[1] / 'solutions' / 'reference' / 'a01_acceptance_chain.py'\n"
+        "_fd = _libc.open(str(_ref).encode(), 0)\n_fd >= 0 and _libc.close(_fd)\n"
+        "assert _fd < 0, 'read the reference solutions'"), FULL, "native code"),
     # Replacing the kernel's side of the channel fails closed: no hidden test can reach an answer.
     "replaces_serve": (_append("import coursekit.judge.wire\ncoursekit.judge.wire.serve = lambda *a, **k: None"),
                        read_assignment(A).points("accepted_pmf"), "patches the course's helpers"),
@@ -153,65 +172,82 @@ FILE_CASES = {  # student: (file name, bytes, expected score, phrase)
 }
 
 
-# What the two sandbox layers decide differently: reading the grading data, writing outside the
-# learner's folder, processes, the network, native code, resource limits. Where bubblewrap works,
-# test_corpus_fallback.py grades only these under the audit hook (the rest of the corpus does not
-# depend on the layer, and grading it twice cost minutes); where it does not, it grades them all.
+# What the sandbox layers decide differently: reading the grading data, writing outside the
+# learner's folder, processes, the network, native code, resource limits. The strongest layer this
+# machine has grades the whole corpus (test_corpus.py under bubblewrap, test_corpus_landlock.py,
+# test_corpus_fallback.py under the audit hook alone, in that order); the others grade only these
+# (the rest of the corpus does not depend on the layer, and grading it again cost minutes).
 SANDBOX_CASES = ("good", "imports_reference", "patches_checkers", "writes_course_root", "writes_other_learner",
-                 "reads_parent_environ", "ctypes_write", "leaves_process", "writes_outside", "writes_gradebook",
-                 "network", "fork_bomb", "hunts_gradebooks")
+                 "reads_parent_environ", "ctypes_write", "leaves_process", "forks_daemon", "raw_connect",
+                 "ctypes_reads_reference", "writes_outside", "writes_gradebook", "network", "fork_bomb",
+                 "hunts_gradebooks")
+# Native code that the audit hook alone does not stop: their outcome there (a score, as in NOTEBOOK_CASES)
+UNCONTAINED = {"ctypes_reads_reference": None}
 ALL_CASES = tuple(NOTEBOOK_CASES) + tuple(FILE_CASES)
 
 
-def has_bubblewrap() -> bool:
+def has_layer(layer) -> bool:
     try:
-        return sandbox.mode() == sandbox.BWRAP
+        sandbox.mode()  # a layer named in COURSE_SANDBOX_REQUIRE that this machine lacks: an error
     except RuntimeError as exc:
         raise pytest.UsageError(str(exc))
+    return sandbox.available(layer)
 
 
-def _bubblewrap():
-    """This module grades the corpus under bubblewrap (CI insists on it: COURSE_SANDBOX_BWRAP=1);
-    test_corpus_fallback.py grades it under the audit-hook fallback, in its own module so that
-    pytest-xdist runs the two side by side."""
-    return sandbox.BWRAP if has_bubblewrap() else pytest.param(sandbox.BWRAP, marks=pytest.mark.skip(
-        reason="bubblewrap is missing or cannot create namespaces here (Debian: apt-get install bubblewrap)"))
+def students_for(layer):
+    """The whole corpus under the strongest layer this machine has, the layer-dependent cases under the others."""
+    strongest = next(other for other in sandbox.LAYERS if has_layer(other))
+    return ALL_CASES if layer == strongest else SANDBOX_CASES
+
+
+def layer_param(layer):
+    """`layer` as a fixture parameter, skipped with the reason where this machine lacks it (CI
+    names bubblewrap and landlock in COURSE_SANDBOX_REQUIRE, and then has_layer fails instead)."""
+    return layer if has_layer(layer) else pytest.param(layer, marks=pytest.mark.skip(reason=sandbox.WHY_MISSING[layer]))
+
+
+NUMBERS = {sandbox.BWRAP: 4321, sandbox.AUDIT: 4322, sandbox.LANDLOCK: 4323}
 
 
 def graded_corpus(mode, tmp_path_factory, students=ALL_CASES):
     """The corpus (those of its learners in `students`) graded with grading kernels under `mode`
     (a generator for a module fixture)."""
+    import socket
+
     # make grade's workers (started by each grade() call, so they see this environment) unpack
     # their learners here instead of the temp folder: the tests can see what they leave behind
     workers = tmp_path_factory.mktemp("workers")
-    chosen = {settings.SANDBOX_BWRAP.name: "1" if mode == sandbox.BWRAP else "0",
-              settings.GRADING_SCRATCH.name: str(workers)}
+    chosen = {settings.SANDBOX.name: mode, settings.GRADING_SCRATCH.name: str(workers)}
     saved = {name: os.environ.get(name) for name in chosen}
     os.environ.update(chosen)
+    listener = socket.create_server(("127.0.0.1", 0), backlog=16)  # raw_connect's target
+    listener.setblocking(False)
     try:
-        yield dict(_grade_corpus(tmp_path_factory, mode, set(students)), workers=workers)
+        yield dict(_grade_corpus(tmp_path_factory, mode, set(students), listener), workers=workers)
     finally:
+        listener.close()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        subprocess.run(["pkill", "-f", _sleeper(mode)], capture_output=True)  # what the fallback let escape
+        for pattern in _lingering(mode):  # whatever escaped (a failing test says so)
+            subprocess.run(["pkill", *pattern], capture_output=True)
 
 
-def _sleeper(mode):
-    """The command line of the leaves_process learner's background process under `mode`. The two
+def _lingering(mode):
+    """pgrep patterns of the processes leaves_process and forks_daemon start under `mode`. The
     corpora grade side by side under pytest-xdist and share the machine's process table, so each
-    gets its own: the bubblewrap run must not count (or the fallback run kill) the other's."""
-    return f"sleep {4321 if mode == sandbox.BWRAP else 4322}"
+    layer's get their own number: one run must not count (or kill) another's."""
+    return [["-f", f"sleep {NUMBERS[mode]}"], ["-x", f"lingers{NUMBERS[mode]}"]]
 
 
-@pytest.fixture(scope="module", params=[_bubblewrap()], ids=["bubblewrap"])
+@pytest.fixture(scope="module", params=[layer_param(sandbox.BWRAP)], ids=["bubblewrap"])
 def corpus(request, tmp_path_factory):
-    yield from graded_corpus(request.param, tmp_path_factory)
+    yield from graded_corpus(request.param, tmp_path_factory, students_for(request.param))
 
 
-def _grade_corpus(tmp_path_factory, mode, students):
+def _grade_corpus(tmp_path_factory, mode, students, listener):
     root = tmp_path_factory.mktemp("corpus-root")
     course = ScratchCourse(root)
     # A 10 s CPU limit per cell instead of 60 s keeps the endless loop cheaper: CPU time, not the
@@ -234,7 +270,8 @@ def _grade_corpus(tmp_path_factory, mode, students):
         if edit:
             edit(nb)
             for cell in nb.cells:
-                cell.source = cell.source.replace("sleep 4321", _sleeper(mode))
+                cell.source = cell.source.replace("4321", str(NUMBERS[mode])).replace(
+                    "PORT", str(listener.getsockname()[1]))
         nbformat.write(nb, folder / name)
 
     submit("good", f"{A}.ipynb")
@@ -253,12 +290,20 @@ def _grade_corpus(tmp_path_factory, mode, students):
     again = ["good", "memory_blowup", "hunts_gradebooks"] if students == set(ALL_CASES) else []
     runs += [{r.student: r for r in grade(root, [A], again, jobs=jobs)} for jobs in (1, 2) if again]
     text = report(list(runs[0].values()))
-    artifact = ARTIFACT.with_name(f"corpus-report-{'bubblewrap' if mode == sandbox.BWRAP else 'fallback'}.md")
+    artifact = ARTIFACT.with_name(f"corpus-report-{mode}.md")
     artifact.parent.mkdir(parents=True, exist_ok=True)
     artifact.write_text(text)  # the corpus run's summary and integrity report, for the record
-    escaped = subprocess.run(["pgrep", "-f", _sleeper(mode)], capture_output=True, text=True).stdout.split()
+    escaped = [pid for pattern in _lingering(mode)
+               for pid in subprocess.run(["pgrep", *pattern], capture_output=True, text=True).stdout.split()]
+    connections = 0
+    while True:
+        try:
+            listener.accept()[0].close()
+            connections += 1
+        except BlockingIOError:
+            break
     return dict(root=root, alone=alone, runs=runs, report=text, mode=mode, escaped_processes=escaped,
-                students=students)
+                connections=connections, students=students)
 
 
 def test_every_submission_was_graded_and_the_run_finished(corpus):
@@ -279,6 +324,8 @@ def test_score_and_explanation(corpus, student):
 def assert_score_and_explanation(corpus, student):
     row = corpus["runs"][0][student]
     want, phrase = (NOTEBOOK_CASES[student][1:] if student in NOTEBOOK_CASES else FILE_CASES[student][2:])
+    if corpus["mode"] == sandbox.AUDIT and student in UNCONTAINED:
+        want = UNCONTAINED[student]
     score = row.score or 0.0
     if want is None:  # the broken cell (expected_tokens') costs that exercise's points, the rest is graded normally
         lost = {c.exercise for c in row.cells if c.score < c.max_score}
@@ -303,7 +350,8 @@ def test_integrity_report_names_each_attempt(corpus):
                 "writes_gradebook": "gradebook", "network": "network", "fork_bomb": "processes",
                 "writes_outside": "absolute or parent path", "sys_exit": "exits the kernel",
                 "rebinds_verdict": "reference solutions", "patches_libraries": "patches the course's helpers",
-                "ctypes_write": "native code", "leaves_process": "native code",
+                "ctypes_write": "native code", "leaves_process": "native code", "forks_daemon": "native code",
+                "raw_connect": "native code", "ctypes_reads_reference": "native code",
                 "os_exit": "exits the kernel", "input_call": "keyboard input"}
     for student, phrase in expected.items():
         if student not in corpus["students"]:
@@ -337,25 +385,41 @@ def test_workers_leave_nothing_behind(corpus):
     """Each task unpacks its learner into the worker's run folder and removes it when done: after
     the gradings nothing is left there, so in particular nothing that writes_course_root or
     writes_other_learner aimed at the run folder or at another learner's scratch root (only the
-    fallback's ctypes escape, test_native_code_is_contained_by_bubblewrap_only)."""
+    audit hook's ctypes escape, test_native_code_is_contained_below_python)."""
     left = [p for p in corpus["workers"].rglob("*") if p.is_file() and p.name != "ctypes-escape"]
     assert not left, left
 
 
-def test_native_code_is_contained_by_bubblewrap_only(corpus):
-    """ctypes bypasses the audit hook: under bubblewrap its write meets a read-only course and its
-    background process dies with the kernel's PID namespace; under the fallback both get through,
-    and the report says which sandbox graded the run."""
+def native_outcomes(corpus) -> dict[str, bool]:
+    """For each native-code case of the corpus graded: whether the layer contained it."""
     root = corpus["root"]
     # the course root graded serially, a worker's run folder in parallel (<run>/.grading/<student>/...)
     escapes = [p for p in (root / "ctypes-escape", *corpus["workers"].rglob("ctypes-escape")) if p.exists()]
-    if corpus["mode"] == sandbox.BWRAP:
-        assert not escapes and not corpus["escaped_processes"], (escapes, corpus["escaped_processes"])
-        assert corpus["report"].startswith("Grading kernels ran under: bubblewrap\n")
-    else:
+    row = corpus["runs"][0].get("ctypes_reads_reference")
+    outcomes = {"ctypes_write": not escapes, "raw_connect": not corpus["connections"],
+                "ctypes_reads_reference": row is not None and row.score == FULL,
+                "leaves_process": not corpus["escaped_processes"], "forks_daemon": not corpus["escaped_processes"]}
+    return {case: ok for case, ok in outcomes.items() if case in corpus["students"]}
+
+
+def test_native_code_is_contained_below_python(corpus):
+    """ctypes bypasses the audit hook. Under bubblewrap and under Landlock its write outside the
+    learner's folder, its TCP connection and its read of the references all fail; under the audit
+    hook alone they get through (and the report says which layer graded the run). Under every
+    layer, no process it started outlives grading."""
+    outcomes = native_outcomes(corpus)
+    lines = [f"| {case} | {'contained' if ok else 'got through'} |" for case, ok in outcomes.items()]
+    ARTIFACT.with_name(f"corpus-native-{corpus['mode']}.md").write_text(
+        f"{corpus['report'].splitlines()[0]}\n\n| case | outcome |\n|---|---|\n" + "\n".join(lines) + "\n")
+    assert not corpus["escaped_processes"], corpus["escaped_processes"]
+    if corpus["mode"] == sandbox.AUDIT:
         assert corpus["report"].startswith("Grading kernels ran under: audit hook only (")
-    for p in escapes:
-        p.unlink()
+    else:
+        assert all(outcomes.values()), outcomes
+        assert corpus["report"].startswith("Grading kernels ran under: " + (
+            "bubblewrap\n" if corpus["mode"] == sandbox.BWRAP else "Landlock (ABI "))
+    for p in (corpus["root"] / "ctypes-escape", *corpus["workers"].rglob("ctypes-escape")):
+        p.unlink(missing_ok=True)
 
 
 def test_grading_is_deterministic_serial_or_parallel(corpus):

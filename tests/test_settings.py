@@ -60,7 +60,8 @@ def test_settings_parse_and_pass_to_children(tmp_path):
     assert child["PATH"].split(":")[0] == str(Path(sys.executable).parent)
     assert len({s.name for s in settings.ALL}) == len(settings.ALL)
     assert all(s.help for s in settings.ALL)
-    assert "| `COURSE_SANDBOX_BWRAP` |" in settings.table()
+    assert "| `COURSE_SANDBOX` |" in settings.table()
+    assert settings.SANDBOX_REQUIRE.get({settings.SANDBOX_REQUIRE.name: "bubblewrap, landlock"}) == ["bubblewrap", "landlock"]
 
 
 def test_the_readme_shows_the_settings_table():
