@@ -321,9 +321,14 @@ def _grade_on_cluster(root: Path, by_student: dict, bundle: bytes, rows: dict, t
 
 
 def report(rows: list[NotebookResult]) -> str:
+    from collections import Counter
+
     from coursekit.judge.sandbox import describe, mode
 
-    lines = [f"Grading kernels ran under: {describe(mode())}", "",
+    layers = Counter(r.sandbox for r in rows if r.sandbox) or Counter({describe(mode()): 0})
+    how = next(iter(layers)) if len(layers) == 1 else "; ".join(
+        f"{layer} ({n} notebook{'' if n == 1 else 's'})" for layer, n in layers.items())
+    lines = [f"Grading kernels ran under: {how}", "",
              "| student | assignment | score | flags |", "|---|---|---|---|"]
     for r in rows:
         score = "-" if r.score is None else f"{r.score:g} / {r.max_score:g}"

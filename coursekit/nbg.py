@@ -89,6 +89,7 @@ class NotebookResult:
     integrity: list[str] = field(default_factory=list)  # reasons for a human to look
     graded: bool = False  # nbgrader ran the whole notebook (scores may still be 0)
     seconds: float = 0.0
+    sandbox: str = ""  # the layer its grading kernel ran under, as the report says it (sandbox.describe)
 
     @property
     def error(self) -> str:
@@ -256,6 +257,9 @@ def read(root: Path, assignment: str, student: str, notebook: str | None = None)
     result.graded = (autograded_folder(root, student, assignment) / f"{notebook}.ipynb").exists()
     result.flags += [p for p in problems if p not in result.flags]
     result.integrity += refusals(root, student, assignment)
+    from coursekit.judge.sandbox import describe, mode
+
+    result.sandbox = describe(mode())  # where it was graded: a cluster's workers may differ from this machine
     return result
 
 

@@ -173,11 +173,11 @@ FILE_CASES = {  # student: (file name, bytes, expected score, phrase)
 
 
 # What the sandbox layers decide differently: reading the grading data, writing outside the
-# learner's folder, processes, the network, native code, resource limits. The strongest layer this
+# learner's folder, processes, the network, native code, interrupting a cell (by signal or message). The strongest layer this
 # machine has grades the whole corpus (test_corpus.py under bubblewrap, test_corpus_landlock.py,
 # test_corpus_fallback.py under the audit hook alone, in that order); the others grade only these
 # (the rest of the corpus does not depend on the layer, and grading it again cost minutes).
-SANDBOX_CASES = ("good", "imports_reference", "patches_checkers", "writes_course_root", "writes_other_learner",
+SANDBOX_CASES = ("good", "infinite_loop", "imports_reference", "patches_checkers", "writes_course_root", "writes_other_learner",
                  "reads_parent_environ", "ctypes_write", "leaves_process", "forks_daemon", "raw_connect",
                  "ctypes_reads_reference", "writes_outside", "writes_gradebook", "network", "fork_bomb",
                  "hunts_gradebooks")

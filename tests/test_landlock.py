@@ -59,6 +59,7 @@ def test_native_code_meets_the_ruleset(course, under, tmp_path):
         NATIVE + "fd = _libc.open(b'mine.txt', 0o101, 0o644); print(fd >= 0, _libc.close(fd))",
         "import os, tempfile; print(open(tempfile.mktemp(), 'w').write('x'), os.environ['TMPDIR'].startswith('/tmp/grading-kernel-'))",
         "import torch, matplotlib.pyplot as plt; plt.plot([1, 2]); print(float(torch.ones(3).sum()))",
+        NATIVE + "print(_libc.open(f'/proc/{os.getppid()}/environ'.encode(), 0), ctypes.get_errno() == errno.EACCES)",
     ], course / "autograded/alice/01_x")
     assert out[0] == "ok: -1 True\n" and not outside.exists(), out[0]
     assert out[1] == "ok: -1 True\n", out[1]
@@ -70,6 +71,7 @@ def test_native_code_meets_the_ruleset(course, under, tmp_path):
     assert out[6] == "ok: True 0\n" and (course / "autograded/alice/01_x/mine.txt").exists(), out[6]
     assert out[7] == "ok: 1 True\n", out[7]
     assert out[8] == "ok: 3.0\n", out[8]
+    assert out[9] == "ok: -1 True\n", out[9]  # the grader's environment (another process under /proc)
 
 
 def test_the_audit_hook_stays_on_top(course, under):
@@ -93,7 +95,7 @@ def test_no_process_outlives_grading(course, under, layer):
     the notebook is done, under every layer: the grader is its subreaper (sandbox.end_strays)."""
     under(layer)
     name = f"strays{os.getpid() % 10000}{layer[0]}"
-    out = run([DAEMON.format(name=name), f"import time; time.sleep(0.5)"], course / "autograded/alice/01_x")
+    out = run([DAEMON.format(name=name), "import time; time.sleep(0.5)"], course / "autograded/alice/01_x")
     assert out[0] == "ok: forked\n", out
     left = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout.split()
     subprocess.run(["pkill", "-x", name])
@@ -166,3 +168,15 @@ def test_a_missing_layer_that_is_asked_for_is_an_error(monkeypatch):
     monkeypatch.setenv(settings.SANDBOX.name, "chroot")
     with pytest.raises(ValueError, match="one of auto"):
         sandbox.mode()
+
+
+def test_the_report_says_which_layer_graded_each_notebook():
+    """The layer is recorded where each notebook was graded (a cluster's workers may differ)."""
+    from coursekit.grade import report
+    from coursekit.nbg import NotebookResult
+
+    one = NotebookResult("a", "01", "01", sandbox="bubblewrap")
+    assert report([one]).startswith("Grading kernels ran under: bubblewrap\n")
+    other = NotebookResult("b", "01", "01", sandbox="Landlock (ABI 7) with the audit hook")
+    assert report([one, one, other]).startswith(
+        "Grading kernels ran under: bubblewrap (2 notebooks); Landlock (ABI 7) with the audit hook (1 notebook)\n")
