@@ -15,6 +15,11 @@ grading kernel's ruleset (`restrict`) asks of it:
 | 5 | 6.10 | IOCTL_DEV: ioctl on device files | only on /dev/null, /dev/zero, /dev/full, /dev/urandom, /dev/random |
 | 6 | 6.12 | scopes: signals, abstract unix sockets | both scoped to the kernel's own domain: it cannot signal the grader or reach abstract sockets outside |
 | 7 | 6.15 | audit logging of denials (restrict_self flags) | the defaults (denials go to the kernel's audit log where auditing is on) |
+| 8 | later | restricting every thread of a process at once | not used: the kernel restricts itself while it has one thread |
+| 9 | later | connecting to a unix socket by its path | not used yet (the course machine's kernel offers 7) |
+
+(Sources: the kernel's Documentation/userspace-api/landlock.rst and include/uapi/linux/landlock.h;
+ABIs 8 and 9 as the Rust `landlock` crate's changelog lists them.)
 
 The rules restrict a thread and what it starts afterwards, never other threads that already run:
 `restrict` refuses to run in a process that has more than one thread (the grading kernel calls
@@ -29,7 +34,7 @@ What Landlock does not cover, and what the grading kernel does about it:
   /run, other processes under /proc, the grading data, the references and checkers stay closed
   even to native code (the sandbox refuses to start if grading data lies under a readable path).
   Everything readable is readable by any user of the machine anyway.
-- UDP, and connecting to a unix socket by its path (no ABI up to 7 controls them): the audit hook
+- UDP, and connecting to a unix socket by its path (no ABI up to 8 controls them): the audit hook
   refuses both from Python; native code could reach a service listening on a unix socket (the
   Docker socket, if the grader runs as root next to one: run graders as an unprivileged user).
 - Creating processes: Landlock does not stop fork(). The ruleset grants execute nowhere, so native
