@@ -397,8 +397,16 @@ def landlock_paths(workdir: Path, private: Path) -> tuple[list[Path], list[Path]
 
     from coursekit.judge import landlock
 
-    python = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-              *(p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p))]
+    hidden = hidden_paths(workdir)
+
+    def holds_grading_data(folder: Path) -> bool:
+        return any(folder == h or folder in h.parents for h in hidden)
+
+    python = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    # sys.path's folders, but not one that holds grading data (PYTHONPATH=<the repository>): the
+    # course's packages are granted on their own below
+    python += [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)
+               and not holds_grading_data(Path(p).resolve())]
     course = []
     for name in KERNEL_PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -406,11 +414,10 @@ def landlock_paths(workdir: Path, private: Path) -> tuple[list[Path], list[Path]
     proc = [f"/proc/{os.getpid()}", *(f"/proc/{name}" for name in landlock.PROC_FILES)]
     readable = list(dict.fromkeys(Path(p).resolve() for p in (*SYSTEM, *python, *course) if os.path.exists(p)))
     readable += [Path(p) for p in proc if os.path.exists(p)]
-    for hidden in hidden_paths(workdir):
-        for path in readable:
-            if path == hidden or path in hidden.parents:
-                raise RuntimeError(f"grading data ({hidden}) lies beneath {path}, which a kernel under Landlock "
-                                   "must read: move the course root or the Python installation apart")
+    for path in readable:
+        if holds_grading_data(path):
+            raise RuntimeError(f"grading data lies beneath {path}, which a kernel under Landlock must read: "
+                               "move the course root and the Python installation apart")
     return readable, [workdir.resolve(), private.resolve()]
 
 
