@@ -206,6 +206,27 @@ def layer_param(layer):
     return layer if has_layer(layer) else pytest.param(layer, marks=pytest.mark.skip(reason=sandbox.WHY_MISSING[layer]))
 
 
+def grade_under(layer, namespace):
+    """Make a test module (its globals, `namespace`, after `from tests.test_corpus import *`) grade
+    the corpus under `layer`: its own corpus fixture, its own score test over the learners it grades,
+    and, where those are only the layer-dependent ones, not the tests in which the layer plays no
+    part (the strongest layer's module runs them)."""
+    students = students_for(layer)
+
+    @pytest.fixture(scope="module", params=[layer_param(layer)], ids=[layer])
+    def corpus(request, tmp_path_factory):
+        yield from graded_corpus(request.param, tmp_path_factory, students)
+
+    @pytest.mark.parametrize("student", students)
+    def test_score_and_explanation(corpus, student):
+        assert_score_and_explanation(corpus, student)
+
+    namespace.update(corpus=corpus, test_score_and_explanation=test_score_and_explanation)
+    if students != ALL_CASES:
+        namespace.pop("test_a_replaced_channel_fails_every_hidden_test_with_a_hint_that_says_so")
+        namespace.pop("test_grading_is_deterministic_serial_or_parallel")  # the corpus graded again
+
+
 NUMBERS = {sandbox.BWRAP: 4321, sandbox.AUDIT: 4322, sandbox.LANDLOCK: 4323}
 
 
