@@ -108,6 +108,9 @@ GRADING_PROFILE = _declare("COURSE_GRADING_PROFILE", "", "a file: each graded no
                            "of where its time went (make bench-grade)", lambda t: Path(t) if t else None)
 
 # ---- the test suite (tests/)
+CORPUS_ALL = _declare("COURSE_CORPUS_ALL", "0", "1: each sandbox layer's corpus module grades the whole hostile "
+                      "corpus (by default only the strongest layer's does; the others grade the learners the layer "
+                      "decides)", _flag, "tests")
 BROWSER_TESTS = _declare("COURSE_BROWSER_TESTS", "1", "0 skips the browser tests", _flag, "tests")
 REQUIRE_BROWSER = _declare("COURSE_REQUIRE_BROWSER", "0", "1: a missing Chromium fails the browser tests "
                            "instead of skipping them (CI)", _flag, "tests")

@@ -202,9 +202,10 @@ def has_layer(layer) -> bool:
 
 
 def students_for(layer):
-    """The whole corpus under the strongest layer this machine has, the layer-dependent cases under the others."""
+    """The whole corpus under the strongest layer this machine has (under every layer with
+    COURSE_CORPUS_ALL=1), the layer-dependent cases under the others."""
     strongest = next(other for other in sandbox.LAYERS if has_layer(other))
-    return ALL_CASES if layer == strongest else AUDIT_CASES if layer == sandbox.AUDIT else SANDBOX_CASES
+    return ALL_CASES if layer == strongest or settings.CORPUS_ALL.get() else AUDIT_CASES if layer == sandbox.AUDIT else SANDBOX_CASES
 
 
 def layer_param(layer):
