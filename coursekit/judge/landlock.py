@@ -52,7 +52,7 @@ from pathlib import Path
 # system call numbers: the same on every architecture (added after the numbering was unified)
 CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1 << 0
-RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
+RULE_PATH_BENEATH = 1  # (2, RULE_NET_PORT, would open ports: none is)
 PR_SET_NO_NEW_PRIVS = 38
 
 # file system access rights, by the ABI that introduced them

@@ -113,10 +113,11 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
             self.connection_file = str(self._private / "kernel.json")
             self.transport = "ipc"
             self.ip = str(self._private / "ipc")
-        if self._layer == LANDLOCK:  # everything the kernel writes goes to its private folder
+            # home is read-only (bubblewrap) or closed (Landlock): matplotlib's and IPython's folders go here
+            values.update({"MPLCONFIGDIR": self._private / "matplotlib", "IPYTHONDIR": self._private / "ipython"})
+        if self._layer == LANDLOCK:  # everything else the kernel writes goes to its private folder too
             (self._private / "tmp").mkdir()
             values.update({settings.SANDBOX_PRIVATE: self._private, "TMPDIR": self._private / "tmp",
-                           "MPLCONFIGDIR": self._private / "matplotlib", "IPYTHONDIR": self._private / "ipython",
                            "JUPYTER_CONFIG_DIR": self._private / "jupyter",
                            "JUPYTER_DATA_DIR": self._private / "jupyter", "JUPYTER_RUNTIME_DIR": self._private})
         kw["env"] = settings.child_env(values, base=kw.get("env") or os.environ)
@@ -140,10 +141,10 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)
-        if not restart:
+        if not restart and hasattr(self, "_children_before"):
             # the kernel is gone (jupyter_client waited for it): whatever it started and left
             # running became this process's child (adopt_orphans); end them all
-            self.ended_strays = end_strays(getattr(self, "_children_before", children()))
+            end_strays(self._children_before)
         if self.sandbox_folder is not None and not restart:
             import shutil
 
@@ -354,7 +355,6 @@ def bwrap_command(cmd: list[str], workdir: Path, private: Path) -> list[str]:
             args += ["--ro-bind", "/dev/null", str(path)]
     args += ["--bind", str(workdir), str(workdir), "--bind", str(private), str(private),
              "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "MPLCONFIGDIR", str(private / "matplotlib"), "--setenv", "IPYTHONDIR", str(private / "ipython"),
              # ipykernel shuts down when its parent's pid changes; in its own PID namespace it always
              # has (--die-with-parent ends it with the grader instead)
              "--unsetenv", "JPY_PARENT_PID", "--chdir", str(workdir), "--"]
