@@ -156,7 +156,7 @@ def step_costs(target, draft=None, positions=range(1, 10), context: int = 120, b
 
 
 class _Timer:
-    """A model that forwards every call (`model(ids)`, `extend`) to `model` and times each one (the
+    """A model that forwards every call (`model(ids)`, `extend`, `extend_batch`) to `model` and times each one (the
     GPU synchronised before and after it): `calls`, a list of (positions fed, seconds)."""
 
     def __init__(self, model, device=None):
@@ -199,6 +199,9 @@ class _Timer:
 
     def extend(self, ids, *args, **kwargs):
         return self._time(self.model.extend, ids, *args, **kwargs)
+
+    def extend_batch(self, ids, *args, **kwargs):
+        return self._time(self.model.extend_batch, ids, *args, **kwargs)
 
     def __call__(self, ids, *args, **kwargs):
         return self._time(self.model, ids, *args, **kwargs)

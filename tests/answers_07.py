@@ -99,18 +99,37 @@ def batched_generate_tensors(target, draft, prompts, K, max_new_tokens, temperat
     return [text[b, start[b]:start[b] + max_new_tokens].clone() for b in range(B)]
 
 
-def goodput_power_sum(alpha, K, B, target_time, draft_time, overhead=0.0):
+def goodput_power_sum(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """Expected tokens as a power sum; the draft's passes summed one by one; keywords for the pass times."""
     tokens = sum(alpha ** k for k in range(K + 1))
-    return B * tokens / (overhead + target_time(B * (K + 1)) + sum(draft_time(B) for _ in range(K)))
+    drafts = sum(draft_time(batch=B, tokens=1, context=context) for _ in range(K))
+    extra = overhead if K >= 1 else 0.0
+    return B * tokens / (extra + target_time(batch=B, tokens=K + 1, context=context) + drafts)
 
 
-def best_K_loop(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
-    best, best_rate = 0, goodput(alpha, 0, B, target_time, draft_time, overhead)
+def goodput_growing_draft_context(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """The draft's i-th pass reads its cache with the round's earlier drafts in it (context + i)."""
+    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
+    if K == 0:
+        return B * tokens / target_time(B, 1, context)
+    return B * tokens / (target_time(B, K + 1, context) + sum(draft_time(B, 1, context + i) for i in range(K))
+                         + overhead)
+
+
+def best_K_loop(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    best, best_rate = 0, goodput(alpha, 0, B, target_time, draft_time, overhead, context)
     for K in range(1, K_max + 1):
-        rate = goodput(alpha, K, B, target_time, draft_time, overhead)
+        rate = goodput(alpha, K, B, target_time, draft_time, overhead, context)
         if rate > best_rate:
             best, best_rate = K, rate
     return best
+
+
+def best_K_numpy_integer(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    """The right K as numpy's int64: full marks from the hidden check, which grades the value (the visible test,
+    which carries no points, asks for a Python int; tests/test_serving_notebook.py)."""
+    return np.argmax([goodput(alpha, K, B, target_time, draft_time, overhead=overhead, context=context)
+                      for K in range(K_max + 1)])
 
 
 # ---------------------------------------------------------------- wrong
@@ -252,41 +271,92 @@ def batched_generate_rollback_min(target, draft, prompts, K, max_new_tokens, tem
     return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
 
 
-def goodput_per_sequence(alpha, K, B, target_time, draft_time, overhead=0.0):
-    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
-    return tokens / (K * draft_time(B) + target_time(B * (K + 1)) + overhead)
+def _tokens(alpha, K):
+    return (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
 
 
-def goodput_overhead_per_token(alpha, K, B, target_time, draft_time, overhead=0.0):
-    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
-    return B * tokens / (K * draft_time(B) + target_time(B * (K + 1)) + overhead * B * (K + 1))
+def goodput_per_sequence(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    step = target_time(B, K + 1, context) + (K * draft_time(B, 1, context) + overhead if K else 0.0)
+    return _tokens(alpha, K) / step
 
 
-def goodput_b_passes(alpha, K, B, target_time, draft_time, overhead=0.0):
-    tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
-    return B * tokens / (K * draft_time(B) + B * target_time(K + 1) + overhead)
+def goodput_overhead_per_token(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    step = target_time(B, K + 1, context) + (K * draft_time(B, 1, context) + overhead * B * (K + 1) if K else 0.0)
+    return B * _tokens(alpha, K) / step
 
 
-def best_K_acceptance_alone(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
+def goodput_overhead_at_plain(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """The old formula: plain decoding charged the round's overhead too."""
+    return B * _tokens(alpha, K) / (K * draft_time(B, 1, context) + target_time(B, K + 1, context) + overhead)
+
+
+def goodput_b_passes(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    step = B * target_time(1, K + 1, context) + (K * draft_time(B, 1, context) + overhead if K else 0.0)
+    return B * _tokens(alpha, K) / step
+
+
+def goodput_no_context(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """The cache left out: every pass timed at context 0."""
+    step = target_time(B, K + 1, 0) + (K * draft_time(B, 1, 0) + overhead if K else 0.0)
+    return B * _tokens(alpha, K) / step
+
+
+def goodput_draft_cache_free(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """The target reads its cache, the draft's passes are timed without one."""
+    step = target_time(B, K + 1, context) + (K * draft_time(B, 1) + overhead if K else 0.0)
+    return B * _tokens(alpha, K) / step
+
+
+def goodput_rows_tokens_swapped(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """B(K+1) rows of one position instead of B rows of K + 1."""
+    step = target_time(B * (K + 1), 1, context) + (K * draft_time(B, 1, context) + overhead if K else 0.0)
+    return B * _tokens(alpha, K) / step
+
+
+def best_K_acceptance_alone(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
     """The best K of a single sequence, used at every batch size."""
-    rates = [goodput(alpha, K, 1, target_time, draft_time, overhead) for K in range(K_max + 1)]
+    rates = [goodput(alpha, K, 1, target_time, draft_time, overhead, context) for K in range(K_max + 1)]
     return int(np.argmax(rates))
 
 
-def best_K_never_zero(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
-    rates = [goodput(alpha, K, B, target_time, draft_time, overhead) for K in range(1, K_max + 1)]
+def best_K_never_zero(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    rates = [goodput(alpha, K, B, target_time, draft_time, overhead, context) for K in range(1, K_max + 1)]
     return 1 + int(np.argmax(rates)) if rates else 0
 
 
-def best_K_largest_on_ties(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
-    rates = np.array([goodput(alpha, K, B, target_time, draft_time, overhead) for K in range(K_max + 1)])
+def best_K_largest_on_ties(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    rates = np.array([goodput(alpha, K, B, target_time, draft_time, overhead, context) for K in range(K_max + 1)])
     return int(np.flatnonzero(rates == rates.max())[-1])
+
+
+def best_K_first_drop(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    """Climbs while the goodput rises and stops at the first drop (right for concave goodputs only)."""
+    K = 0
+    while K < K_max and (goodput(alpha, K + 1, B, target_time, draft_time, overhead, context)
+                         > goodput(alpha, K, B, target_time, draft_time, overhead, context)):
+        K += 1
+    return K
+
+
+def best_K_drops_overhead(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    rates = [goodput(alpha, K, B, target_time, draft_time, context=context) for K in range(K_max + 1)]
+    return int(np.argmax(rates))
+
+
+def best_K_drops_context(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    rates = [goodput(alpha, K, B, target_time, draft_time, overhead) for K in range(K_max + 1)]
+    return int(np.argmax(rates))
+
+
+def best_K_excludes_K_max(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    rates = [goodput(alpha, K, B, target_time, draft_time, overhead, context) for K in range(max(K_max, 1))]
+    return int(np.argmax(rates))
 
 
 CORRECT = {
     "batch_accept": [batch_accept_divide, batch_accept_numpy],
     "batched_generate": [batched_generate_tensors],
-    "goodput": [goodput_power_sum],
+    "goodput": [goodput_power_sum, goodput_growing_draft_context],
     "best_K": [best_K_loop],
 }
 
@@ -298,7 +368,11 @@ WRONG = {
     "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row"),
                          (batched_generate_live_rows_min, "right, but rows go wrong in a batch")],
     "goodput": [(goodput_per_sequence, "multiply by B"), (goodput_overhead_per_token, "once per step"),
-                (goodput_b_passes, "not B separate passes")],
+                (goodput_overhead_at_plain, "pays no round overhead"), (goodput_b_passes, "not B separate passes"),
+                (goodput_no_context, "ignore the context"), (goodput_draft_cache_free, "draft reads its own cache"),
+                (goodput_rows_tokens_swapped, "(batch, tokens per row, context)")],
     "best_K": [(best_K_acceptance_alone, "acceptance alone"), (best_K_never_zero, "K = 0"),
-               (best_K_largest_on_ties, "smallest K")],
+               (best_K_largest_on_ties, "smallest K"), (best_K_first_drop, "step-shaped"),
+               (best_K_drops_overhead, "pass `overhead` on"), (best_K_drops_context, "pass `context` on"),
+               (best_K_excludes_K_max, "K_max itself")],
 }

@@ -61,13 +61,13 @@ def test_best_K_built_on_a_wrong_goodput_is_sent_to_fix_goodput_first():
     import tests.answers_07 as answers
     from solutions.checks._common import CheckFailure
 
-    def on_wrong_goodput(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
-        rates = [answers.goodput_overhead_per_token(alpha, K, B, target_time, draft_time, overhead)
+    def on_wrong_goodput(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+        rates = [answers.goodput_overhead_per_token(alpha, K, B, target_time, draft_time, overhead, context)
                  for K in range(K_max + 1)]
         return int(np.argmax(rates))
 
-    def also_acceptance_alone(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
-        return on_wrong_goodput(alpha, 1, target_time, draft_time, overhead, K_max)
+    def also_acceptance_alone(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+        return on_wrong_goodput(alpha, 1, target_time, draft_time, overhead, K_max, context)
 
     for fn in (on_wrong_goodput, also_acceptance_alone):
         with pytest.raises(CheckFailure) as failure:
@@ -100,3 +100,15 @@ def test_no_untouched_release_is_flagged_and_a_learners_own_network_code_is():
     demo = next(c for c in nb.cells if "demo" in c.metadata.get("tags", []))
     demo.source += "\nimport subprocess"
     assert "starts processes" in scan(nb, given)
+
+
+def test_best_K_is_graded_by_its_value_and_the_visible_test_gives_the_type_advice():
+    """A best_K that returns numpy's int64 with the right value gets the hidden test's points; a float does not."""
+    import pytest
+
+    import tests.answers_07 as answers
+    from solutions.checks._common import CheckFailure
+
+    a07.check_best_K(answers.best_K_numpy_integer)
+    with pytest.raises(CheckFailure, match="whole number"):
+        a07.check_best_K(lambda *args, **kw: float(answers.best_K_numpy_integer(*args, **kw)))

@@ -7,12 +7,13 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 
 
 import functools
+import math
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from specdec.engine import plain, probabilities
 from specdec.model import encode, load
-from specdec.serving import batch_pass_times, crossover, simulate, sweep, time_of_tokens
+from specdec.serving import PassTime, batch_pass_times, crossover, measured_pass_time, sweep
 from specdec.timing import timed
 
 
@@ -83,17 +84,22 @@ def batched_generate(target, draft, prompts, K, max_new_tokens, temperature=0.0,
     return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
 
 
-def goodput(alpha, K, B, target_time, draft_time, overhead=0.0):
-    """Tokens per second of one batch step: B rows, K drafts each (K = 0: plain decoding).
-    target_time(n) and draft_time(n): seconds of a pass scoring n positions in all (batch
-    included); overhead: seconds per step."""
+def goodput(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
+    """Tokens per second of one batch step: B rows that each hold `context` cached positions, K drafts
+    each (K = 0: plain decoding). target_time(batch, tokens, context) and draft_time(batch, tokens,
+    context): seconds of one pass of `batch` rows that each score `tokens` new positions after
+    `context` cached ones (notebook 05's roofline_time with its model and device fixed). overhead:
+    seconds a speculative step spends beyond its passes (and beyond a plain step's own work), once
+    per step; plain decoding pays none."""
     tokens = K + 1.0 if alpha == 1 else (1 - alpha ** (K + 1)) / (1 - alpha)
-    step = K * draft_time(B) + target_time(B * (K + 1)) + overhead
+    step = target_time(B, K + 1, context)
+    if K > 0:  # plain decoding runs no draft and pays no round overhead
+        step += K * draft_time(B, 1, context) + overhead
     return float(B * tokens / step)
 
 
-def best_K(alpha, B, target_time, draft_time, overhead=0.0, K_max=16):
-    """The K in 0..K_max with the highest goodput at batch B (the smallest one on ties):
-    0 when no speculation pays."""
-    rates = [goodput(alpha, K, B, target_time, draft_time, overhead) for K in range(K_max + 1)]
+def best_K(alpha, B, target_time, draft_time, overhead=0.0, K_max=16, context=0):
+    """The K in 0..K_max with the highest goodput at batch B and context `context` (the smallest one
+    on ties): 0 when no speculation pays."""
+    rates = [goodput(alpha, K, B, target_time, draft_time, overhead, context) for K in range(K_max + 1)]
     return int(np.argmax(rates))  # the first maximum
