@@ -215,3 +215,32 @@ def test_explain_speedup_names_the_cause_in_every_branch(numbers, phrases):
 def test_explain_speedup_says_where_an_unmeasured_overhead_is_measured():
     text = " ".join(timing.explain_speedup(0.9, 1.2, unmeasured="section 4 measures it"))
     assert "(section 4 measures it)" in text
+
+
+def test_when_the_best_K_with_o_is_never_shorter_than_without():
+    """Notebook 05, section 7: S_o(K) = S(K) / (1 + o(K)/C(K)). An o >= 0 the same at every K never
+    shortens the best K where speculation wins; o = 0.05 + 0.05 K does (alpha .8, c .1: 5 against 6),
+    as a draft of cost (c + o_1)/(1 + o_0) with no overhead would; a negative constant o can too."""
+    import numpy as np
+
+    from solutions.reference.a05_speculation_in_practice import speedup_general
+
+    Ks = np.arange(0, 17)
+
+    def best(alpha, c, o):
+        S = speedup_general(alpha, Ks, c, 1.0, o)
+        S[0] = 1.0  # K = 0: plain decoding, no round overhead
+        return int(np.argmax(S))
+
+    assert (best(0.8, 0.1, 0.05 + 0.05 * Ks), best(0.8, 0.1, 0.0)) == (5, 6)
+    assert best(0.8, (0.1 + 0.05) / 1.05, 0.0) == 5
+    shorter_negative = 0
+    for alpha in np.linspace(0.05, 0.95, 19):
+        for c in np.linspace(0.01, 0.6, 12):
+            K0 = best(alpha, c, 0.0)
+            for o in (0.02, 0.1, 0.3, 1.0):
+                K_o = best(alpha, c, o)
+                assert K0 == 0 or K_o == 0 or K_o >= K0, (alpha, c, o)
+            K_neg = best(alpha, c, -0.2)
+            shorter_negative += K0 > 0 and K_neg < K0
+    assert shorter_negative > 0
