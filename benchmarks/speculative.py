@@ -20,7 +20,10 @@ s, a plain step's own work (sampling, Python); c, the draft's time per draft pas
 verification pass; b, a round's own work (sampling, the acceptance test, rollback, the read back to
 the host, Python). A plain step costs 1 + s and a round K c + verify + b, so the prediction is
 E[tokens] (1 + s) / (K c + verify + b) for a round, and o, the round's overhead in plain steps, is
-(K c + verify + b) / (1 + s) - (K c + verify). What is measured is whole runs, so the prediction
+(K c + verify + b) / (1 + s) - (K c + verify) (`specdec.timing.per_round_overhead`, the course's one
+definition, as in notebooks 02, 04 and 05): what a round costs beyond K c + verify, its own work
+minus a plain step's own work for the same passes, 0 for plain decoding (K = 0) and negative when a
+round is leaner than that; so the prediction is E[tokens] / (K c + verify + o). What is measured is whole runs, so the prediction
 quoted against it is a run's: each run's prefill (the prompt's pass; in the speculative run the
 draft's too) plus n plain steps, against the prefill plus n / E[tokens] rounds. Printing c and verify both ways shows how much more
 a pass costs inside the loop than timed alone.

@@ -45,8 +45,10 @@ C_LABEL = "c = draft pass time / target pass time"
 
 
 def with_overhead(S, K, c, o):
-    """The speedup once every round also pays a per-round overhead of o plain decoding steps
-    (sampling, the acceptance test, rollback, reading results back to the host, Python): from
+    """The speedup once every round also pays a per-round overhead of o plain decoding steps (what
+    a round costs beyond 1 + K c: its own work, sampling, the acceptance test, rollback, reading
+    results back to the host, Python, minus a plain step's own work for the same passes; notebook
+    02's o, `specdec.timing.per_round_overhead`), the same at every K: from
     S = E / (1 + K c), return E / (1 + K c + o) = S (1 + K c) / (1 + K c + o). Broadcasts over
     S, K and c. It rescales the learner's own `speedup`, whose API takes no overhead; at o = 0 it
     returns S itself. At K = 0 it gives 1/(1 + o): the speculative loop with no drafts, slower

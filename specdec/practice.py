@@ -124,13 +124,15 @@ def loop_costs(target, draft, prompt, n: int, K: int, temperature: float = 0.0, 
       left out;
     - verify: the verification pass; b: a round's own work (sampling, the acceptance test, rollback,
       the read back to the host, Python), so a round costs K c + verify + b;
-    - o = (K c + verify + b) / (1 + s) - (K c + verify): the round's overhead in plain steps;
+    - o = (K c + verify + b) / (1 + s) - (K c + verify) (`specdec.timing.per_round_overhead`, the
+      course's one definition): what a round costs beyond K c + verify, in plain steps, so a round
+      costs K c + verify + o plain steps; its own work minus a plain step's for the same passes;
     - prefill_plain, prefill_spec: what each run pays once, before its steps or rounds: the target's
       pass over the prompt, and in the speculative run the draft's too (its first call, which also
       drafts, less one draft pass).
     Also "rounds". K = 0: the engine's round is a plain step (c nan, verify 1, b = s, o = 0).
     None of it uses the time of a whole run, so none of it is fitted to the speedup."""
-    from specdec.timing import loop_work
+    from specdec.timing import loop_work, per_round_overhead
 
     device = target.device
     gen = lambda: torch.Generator(device=device).manual_seed(seed)  # noqa: E731
@@ -155,11 +157,12 @@ def loop_costs(target, draft, prompt, n: int, K: int, temperature: float = 0.0, 
     verify = statistics.fmean(sec for _, sec in spec["target"][1:]) / unit
     b = spec["own"] / rounds / unit
     prefill_spec = (spec["target"][0][1] + spec["draft"][0][1]) / unit - c
-    return dict(unit=unit, s=s, c=c, verify=verify, b=b, o=(K * c + verify + b) / (1 + s) - (K * c + verify),
+    return dict(unit=unit, s=s, c=c, verify=verify, b=b, o=per_round_overhead(K * c + verify, b, s),
                 rounds=rounds, prefill_plain=prefill_plain, prefill_spec=prefill_spec)
 
 
 def round_overhead(target, draft, prompt, Ks, n: int = 64, temperature: float = 0.0, seed: int = 0) -> np.ndarray:
-    """o for each K of Ks, in plain decoding steps (`loop_costs`: the round's own work, timed inside
-    the loop, beyond a plain step's own work); 0 for K = 0 (the engine's K = 0 round is a plain step)."""
+    """o for each K of Ks, in plain decoding steps (`loop_costs`: what a round costs beyond K c + verify,
+    its own work timed inside the loop minus a plain step's own work for the same passes); 0 for K = 0
+    (the engine's K = 0 round is a plain step)."""
     return np.array([loop_costs(target, draft, prompt, n, int(K), temperature, seed)["o"] for K in Ks])

@@ -9,11 +9,13 @@ machine only ever adds time. Costs are ratios of those minima.
 step is):
     c         = time of one draft step / time of one target step (draft/target: small c = cheap draft)
     verify(k) = time of one target step scoring k positions / one scoring 1 position
-so a round of K drafts costs K c + verify(K+1) plain decoding steps, plus the per-round overhead o:
-the loop's own work beyond its passes (sampling, the acceptance test, rollbacks, host reads, Python).
-`loop_work` times that work on the loop itself, as it runs, with every model call timed apart, and
-`explain_speedup` turns a measured speedup and the predictions without and
-with o into sentences that name the cause (notebook 04).
+so a round of K drafts costs K c + verify(K+1) plain decoding steps, plus the per-round overhead o.
+`per_round_overhead` defines o, once, for notebooks 02, 04 and 05 and `make bench`: what a round costs
+beyond K c + verify(K+1), in plain steps; the round's own work (sampling, the acceptance test,
+rollbacks, host reads, Python) minus the own work a plain step would do for the same passes. It is
+0 for plain decoding and can be negative. `loop_work` times the own work on the loop itself, as it
+runs, with every model call timed apart, and `explain_speedup` turns a measured speedup and the
+predictions without and with o into sentences that name the cause (notebook 04).
 
 What it leaves out: pinning threads or CPU frequency, and any statistics beyond the minimum
 (`make bench` adds its own spread checks on top of the raw times).
@@ -147,12 +149,27 @@ def step_costs(target, draft=None, positions=range(1, 10), context: int = 120, b
 #
 # A round of speculative decoding costs K draft passes, one verification pass and the loop's own
 # work around them (sampling, the acceptance test, rollbacks, reading results back to the host,
-# Python): o. `loop_work` times that work on the loop itself, as it runs: every model call is
-# timed, and what is left of the loop's time is its own work. It never uses the loop's speedup.
+# Python): b; a plain step's own work is s. `loop_work` times that work on the loop itself, as it
+# runs: every model call is timed, and what is left of the loop's time is its own work. It never
+# uses the loop's speedup. `per_round_overhead` turns b and s into o.
 # (Until 2026-12-05 the course replayed the loop on recorded logits, with no passes. On the course's
 # 2-core VM that replay timed a round's own work at about a third of what the same work costs between
 # real passes, timed inside the loop; a replay leaves out whatever the passes do to the work
 # around them, and the course did not find out which effect of theirs that is.)
+
+
+def per_round_overhead(passes, b, s):
+    """The per-round overhead o, in plain decoding steps: what a round costs beyond its passes counted
+    as plain steps. `passes` = K c + verify(K+1), the round's passes as ratios of passes; `b`: the
+    round's own work (sampling, the acceptance test, rollbacks, host reads, Python) and `s`: a plain
+    step's own work, both in target passes, so a plain step costs 1 + s passes and a round
+    passes + b passes, that is (passes + b) / (1 + s) plain steps. Then
+        o = (passes + b) / (1 + s) - passes = (b - s * passes) / (1 + s):
+    the round's own work minus the own work a plain step does for the same passes, in plain steps, and
+    a round costs exactly passes + o plain steps (speedup: tokens per round / (passes + o)).
+    Plain decoding (passes 1, b = s) gives 0 exactly; a round leaner than plain decoding per pass
+    (b < s * passes) gives o < 0. Numbers or numpy arrays."""
+    return (passes + b) / (1 + s) - passes
 
 
 class _Timer:
@@ -234,14 +251,18 @@ def explain_speedup(measured: float, passes: float, with_overhead: float | None 
     """What a measured speedup says about its cause, in sentences written from the numbers given:
     `measured` (plain time / speculative time), `passes` (the round-cost prediction: tokens per round
     over K c + verify(K+1), the passes alone), `with_overhead` (tokens per round over the passes plus
-    the per-round overhead, when o was measured) and `overhead` (o, in plain steps a round).
+    the per-round overhead, when o was measured) and `overhead` (o, in plain steps a round, as
+    `per_round_overhead` defines it, so that with_overhead = tokens per round / (K c + verify + o)).
 
     The cause it names: the passes' cost only when the round-cost prediction itself is below 1 (no
     leaner loop can save that); otherwise the overhead, with its measured value, when the measurement
-    falls short of the prediction. A last sentence says whether the model with o fits (the measurement
-    within `tolerance` of `with_overhead`). `unmeasured`: what to say of o when it was not measured."""
+    falls short of the prediction and o > 0 (an o <= 0 cannot be the cause: the round's own work is
+    then no more than plain decoding's for the same passes). A last sentence says whether the model
+    with o fits (the measurement within `tolerance` of `with_overhead`). `unmeasured`: what to say of o
+    when it was not measured."""
     m, p, w, o = measured, passes, with_overhead, overhead
     work = "sampling, the acceptance test, rollbacks, host reads, Python"
+    lean = "the loop's own work is no more than plain decoding's for the same passes"
     if p < 1:
         if m < 1:
             cause = (f"loses ({m:.2f}x) because its passes alone cost more than the tokens a round emits (tokens "
@@ -252,7 +273,11 @@ def explain_speedup(measured: float, passes: float, with_overhead: float | None 
                      "overstate what the passes cost inside the loop, or the machine was busy while they ran "
                      "(rerun the cell).")
     elif m < 1:
-        if o is None:
+        if o is not None and o <= 0:
+            cause = (f"loses ({m:.2f}x) although its passes alone predict a win ({p:.2f}x), and the per-round "
+                     f"overhead cannot be the cause (o = {o:.2f} plain steps: {lean}): the loss comes from work that "
+                     "neither timing counts, or from a busy machine (rerun the cell).")
+        elif o is None:
             cause = (f"loses ({m:.2f}x) although its passes alone predict a win ({p:.2f}x): the draft passes and "
                      "the verification cost less than the tokens they give; what turns the win into a loss is "
                      f"the loop's work beyond the passes ({work}), which the round-cost model does not count "
@@ -267,14 +292,20 @@ def explain_speedup(measured: float, passes: float, with_overhead: float | None 
                      f"the per-round overhead, o = {o:.2f} plain steps a round ({work}), which the round-cost "
                      "model does not count.")
     elif m < (1 - tolerance) * p:
-        paid = (f"the per-round overhead, o = {o:.2f} plain steps a round ({work}), costs the difference" if o is not None
-                else f"the loop's work beyond the passes ({work}; {unmeasured}) costs the difference")
+        if o is None:
+            paid = f"the loop's work beyond the passes ({work}; {unmeasured}) costs the difference"
+        elif o > 0:
+            paid = f"the per-round overhead, o = {o:.2f} plain steps a round ({work}), costs the difference"
+        else:
+            paid = (f"not the per-round overhead (o = {o:.2f} plain steps: {lean}); the passes cost more inside "
+                    "the loop than timed alone, or the machine was busy while they ran (rerun the cell)")
         cause = f"wins ({m:.2f}x), but less than its passes alone predict ({p:.2f}x): {paid}."
     elif m > (1 + tolerance) * p:
         cause = (f"wins ({m:.2f}x), more than its passes alone predict ({p:.2f}x): the isolated timings overstate "
                  "the loop's costs, or the machine was busy while they ran (rerun the cell).")
     else:
-        small = f"; the per-round overhead is small here (o = {o:.2f} plain steps)" if o is not None else ""
+        small = ("" if o is None else f"; the per-round overhead is small here (o = {o:.2f} plain steps)" if o >= 0
+                 else f"; the per-round overhead is negative here (o = {o:.2f} plain steps: {lean})")
         cause = f"wins ({m:.2f}x), about what its passes alone predict ({p:.2f}x){small}."
     lines = [cause]
     if w is not None:

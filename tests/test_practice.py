@@ -101,5 +101,9 @@ def test_loop_costs_recover_the_round_cost_model_on_a_made_up_clock(models, monk
     passes = K * st["rounds"] - 1
     assert 0.1 * (1 + (full - 1) / passes) - 1e-9 <= got["c"] <= 0.1 * (1 + full / passes) + 1e-9
     assert got["o"] == pytest.approx((K * got["c"] + got["verify"] + 0.05) / 1.02 - (K * got["c"] + got["verify"]))
+    # one o (issue 42): the course's definition, so a round costs K c + verify + o plain steps exactly
+    assert got["o"] == timing.per_round_overhead(K * got["c"] + got["verify"], got["b"], got["s"])
+    assert K * got["c"] + got["verify"] + got["o"] == pytest.approx((K * got["c"] + got["verify"] + got["b"]) / (1 + got["s"]))
     zero = practice.loop_costs(t, d, encode(PROMPTS[0]), n, 0)
     assert zero["o"] == 0.0 and zero["b"] == pytest.approx(0.02)
+    assert timing.per_round_overhead(1.0, zero["b"], zero["s"]) == 0.0  # a plain step: no round overhead

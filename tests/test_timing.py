@@ -54,6 +54,46 @@ def test_the_kv_cache_holds_one_sequence(pair):
 
 # ------------------------------------------------------------------ the per-round overhead o
 
+@pytest.mark.parametrize("s", [0.0, 0.006, 0.028, 0.1, 0.37])
+def test_plain_decoding_has_no_round_overhead(s):
+    """One o (issue 42): a plain step (one pass, its own work s) is a round with o = 0, exactly."""
+    assert timing.per_round_overhead(1.0, s, s) == 0.0
+
+
+@pytest.mark.parametrize("passes, b, s", [(1.4, 0.05, 0.02), (1.9, 0.3, 0.0), (1.2, 0.01, 0.02), (2.5, 0.167, 0.027)])
+def test_the_overhead_is_what_a_round_costs_beyond_its_passes_in_plain_steps(passes, b, s):
+    """A round costs passes + b target passes, (passes + b) / (1 + s) plain steps: that is passes + o
+    exactly; o is the round's own work minus a plain step's own work for the same passes (in plain
+    steps), negative when the round is the leaner of the two per pass."""
+    o = timing.per_round_overhead(passes, b, s)
+    assert passes + o == pytest.approx((passes + b) / (1 + s), rel=1e-12)
+    assert o == pytest.approx((b - s * passes) / (1 + s), rel=1e-12)
+    assert (o < 0) == (b < s * passes)
+
+
+def _notebook_cell(nb, needle):
+    import nbformat
+
+    from coursekit.paths import SOURCE
+
+    cells = [c.source for c in nbformat.read(SOURCE / nb / f"{nb}.ipynb", as_version=4).cells
+             if c.cell_type == "code" and needle in c.source]
+    assert len(cells) == 1, (nb, needle, len(cells))
+    return cells[0]
+
+
+def test_notebook_04_measures_the_same_o_as_loop_costs():
+    """Notebook 04's measurement cell computes o with the definition `specdec.practice.loop_costs` (and
+    so `make bench` and notebook 05) uses, and predicts with a round cost of passes + o plain steps."""
+    import inspect
+
+    from specdec import practice
+
+    cell = _notebook_cell("04_torch_verifier", "loop_work(")
+    assert "o = per_round_overhead(passes, b_round, s_plain)" in cell
+    assert "per_round / (passes + o)" in cell
+    assert "per_round_overhead(K * c + verify, b, s)" in inspect.getsource(practice.loop_costs)
+
 def _toy_loop(target, draft, n=12, global_rng=False):
     """A small sampling loop on the cache API (one draft and one target step per token)."""
     import torch
@@ -148,6 +188,10 @@ VERDICTS = [
     ((1.40, 1.50, None, None), ["about what its passes alone predict"]),
     ((2.00, 1.50, 1.40, 0.07), ["more than its passes alone predict", "less than the 2.00x measured"]),
     ((1.00, 1.50, 1.45, 0.07), ["less than its passes alone predict", "Even with o", "ratio 0.69"]),
+    # o <= 0 (a round's own work no more than plain decoding's for the same passes) is never the cause
+    ((0.90, 1.20, 1.22, -0.02), ["overhead cannot be the cause (o = -0.02", "Even with o"]),
+    ((1.10, 1.50, 1.52, -0.02), ["less than its passes alone predict", "not the per-round overhead (o = -0.02"]),
+    ((1.50, 1.50, 1.52, -0.02), ["about what its passes alone predict", "negative here (o = -0.02", "model with o fits"]),
 ]
 
 
@@ -160,11 +204,43 @@ def test_explain_speedup_names_the_cause_in_every_branch(numbers, phrases):
     # the passes are blamed exactly when the round-cost prediction itself is below 1
     assert ("cost more than the tokens" in text) == (passes < 1 and measured < 1)
     # a loss predicted as a win is put down to the overhead, with its value when it was measured
-    if passes >= 1 and measured < 1 and (with_o is None or with_o < 1):
+    if passes >= 1 and measured < 1 and (with_o is None or with_o < 1) and (o is None or o > 0):
         assert ("overhead, o = " in text) == (o is not None) and "round-cost model does not count" in text
+    # an overhead that is not positive is never named as what costs the difference
+    if o is not None and o <= 0:
+        assert "overhead, o = " not in text
     assert ("model with o fits" in text) == (with_o is not None and abs(measured / with_o - 1) <= 0.15)
 
 
 def test_explain_speedup_says_where_an_unmeasured_overhead_is_measured():
     text = " ".join(timing.explain_speedup(0.9, 1.2, unmeasured="section 4 measures it"))
     assert "(section 4 measures it)" in text
+
+
+def test_when_the_best_K_with_o_is_never_shorter_than_without():
+    """Notebook 05, section 7: S_o(K) = S(K) / (1 + o(K)/C(K)). An o >= 0 the same at every K never
+    shortens the best K where speculation wins; o = 0.05 + 0.05 K does (alpha .8, c .1: 5 against 6),
+    as a draft of cost (c + o_1)/(1 + o_0) with no overhead would; a negative constant o can too."""
+    import numpy as np
+
+    from solutions.reference.a05_speculation_in_practice import speedup_general
+
+    Ks = np.arange(0, 17)
+
+    def best(alpha, c, o):
+        S = speedup_general(alpha, Ks, c, 1.0, o)
+        S[0] = 1.0  # K = 0: plain decoding, no round overhead
+        return int(np.argmax(S))
+
+    assert (best(0.8, 0.1, 0.05 + 0.05 * Ks), best(0.8, 0.1, 0.0)) == (5, 6)
+    assert best(0.8, (0.1 + 0.05) / 1.05, 0.0) == 5
+    shorter_negative = 0
+    for alpha in np.linspace(0.05, 0.95, 19):
+        for c in np.linspace(0.01, 0.6, 12):
+            K0 = best(alpha, c, 0.0)
+            for o in (0.02, 0.1, 0.3, 1.0):
+                K_o = best(alpha, c, o)
+                assert K0 == 0 or K_o == 0 or K_o >= K0, (alpha, c, o)
+            K_neg = best(alpha, c, -0.2)
+            shorter_negative += K0 > 0 and K_neg < K0
+    assert shorter_negative > 0
