@@ -279,7 +279,7 @@ def batch_round_overhead(batched_generate, target, draft, prompts, K: int, new_t
     then the loop's own ratio. Rounds are the target's calls over K + 1 positions a row (the rest are
     prefills); the draft's calls over one or two positions are its passes. Prefill's own work is
     spread over the rounds."""
-    from specdec.timing import loop_work
+    from specdec.timing import loop_work, per_round_overhead
 
     device = target.device
     work = {k: loop_work(lambda t, d, k=k: batched_generate(t, d, prompts, k, new_tokens), target, draft, repeats,
@@ -293,4 +293,5 @@ def batch_round_overhead(batched_generate, target, draft, prompts, K: int, new_t
     s = work[0]["own"] / len(plain_steps)
     P = (sum(rounds) + sum(drafts)) / len(rounds)
     b = work[K]["own"] / len(rounds)
-    return dict(t=t, s=s, P=P, b=b, rounds=len(rounds), o=(P + b) * t / (t + s) - P)
+    # notebook 05's o, in plain steps, from the same function as 04, 05 and make bench; here in seconds
+    return dict(t=t, s=s, P=P, b=b, rounds=len(rounds), o=t * per_round_overhead(P / t, b / t, s / t))

@@ -170,3 +170,20 @@ def test_measured_pass_time_fits_the_cost_of_the_context():
     assert fitted.per_pair == pytest.approx(2e-8, rel=1e-6)
     for B, T, L in [(1, 1, 0), (4, 3, 50), (16, 9, 200), (16, 3, 100)]:
         assert fitted(B, T, L) == pytest.approx(true(B, T, L), rel=1e-6)
+
+
+def test_the_batched_loops_overhead_is_notebook_05s_o_in_seconds():
+    """batch_round_overhead takes a batched loop apart: it finds the plain steps and the rounds among the
+    target's calls, and its o is 05's o (specdec.timing.per_round_overhead) times a plain step's pass."""
+    from solutions.reference import a07_speculation_in_a_server as ref
+    from specdec.model import encode, load
+    from specdec.serving import batch_round_overhead
+    from specdec.timing import per_round_overhead
+
+    target, draft = load("target", "cpu"), load("draft", "cpu")
+    prompts = [encode("def parse(self, path):\n"), encode("import os\n")]
+    parts = batch_round_overhead(ref.batched_generate, target, draft, prompts, K=2, new_tokens=6, repeats=1)
+    assert 2 <= parts["rounds"] <= 6  # 6 tokens a row, 1 to 3 a round
+    assert parts["t"] > 0 and parts["P"] > 0 and parts["s"] >= 0 and parts["b"] >= 0
+    t = parts["t"]
+    assert parts["o"] == pytest.approx(t * per_round_overhead(parts["P"] / t, parts["b"] / t, parts["s"] / t))
