@@ -57,7 +57,8 @@ class PassTime:
         from specdec.model import MadeBy
 
         self.floor, self.per_position, self.fixed = float(floor), float(per_position), float(fixed)
-        self.per_cached, self.per_pair, self.tile, self.knots = float(per_cached), float(per_pair), int(tile), str(knots)
+        self.per_cached, self.per_pair = float(per_cached), float(per_pair)
+        self.tile, self.knots = int(tile), str(knots)
         points = sorted((float(n), float(s)) for n, s in (kv.split(":") for kv in self.knots.split()))
         self._n = np.array([p[0] for p in points])
         self._s = np.array([p[1] for p in points])
