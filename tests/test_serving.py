@@ -187,3 +187,22 @@ def test_the_batched_loops_overhead_is_notebook_05s_o_in_seconds():
     assert parts["t"] > 0 and parts["P"] > 0 and parts["s"] >= 0 and parts["b"] >= 0
     t = parts["t"]
     assert parts["o"] == pytest.approx(t * per_round_overhead(parts["P"] / t, parts["b"] / t, parts["s"] / t))
+
+
+def test_with_long_prompts_fixed_K_no_longer_loses_at_high_load():
+    """The reversal that the cache brings (notebook 07, section 4): on the published roofline (Llama-3-8B with
+    a 1B draft, H100, both caches) fixed K = 4 loses at high load without prompts, and with prompts of 1-2k
+    tokens it beats plain decoding at every rate, up to past plain decoding's capacity."""
+    from solutions.checks.a07 import TIMES
+
+    target, draft = TIMES["roofline"]
+
+    def step(B, K, L):
+        return target(B, K + 1, L) + K * draft(B, 1, L)
+
+    policies = {"plain": lambda B, L: 0, "fixed": lambda B, L: 4}
+    kw = dict(requests=600, output_tokens=128, warmup=100, seed=7, catch_up=draft)
+    short = sweep([350, 450], step, policies, 0.8, max_batch=256, **kw)
+    assert all(f.mean_latency > p.mean_latency for f, p in zip(short["fixed"], short["plain"]))
+    long = sweep([20, 60, 90], step, policies, 0.8, max_batch=128, prompt_tokens=(1024, 2048), **kw)
+    assert all(f.mean_latency < 0.6 * p.mean_latency for f, p in zip(long["fixed"], long["plain"]))
