@@ -162,6 +162,18 @@ def _reference_rule(p, q, drafts, u, strict=True, right=True):
     return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=right)[:, 0].clamp(max=V - 1)
 
 
+def batch_accept_bonus_from_last_draft_row(p, q, drafts, u):
+    """The bonus token of a row that accepted everything drawn from p[:, K-1] (off by one)."""
+    B, K1, V = p.shape
+    K = K1 - 1
+    n, token = _reference_rule(p, q, drafts, u)
+    if K == 0:
+        return n, token
+    cdf = p[:, K - 1].cumsum(-1)
+    bonus = torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+    return n, torch.where(n == K, bonus, token)
+
+
 def batch_accept_not_strict(p, q, drafts, u):
     """`<=` in the acceptance test."""
     return _reference_rule(p, q, drafts, u, strict=False)
@@ -294,6 +306,7 @@ WRONG = {
     "batch_accept": [(batch_accept_shared_uniform, "one uniform shared by the batch"),
                      (batch_accept_bonus_on_reject, "bonus row"),
                      (batch_accept_counts_all, "first rejection"), (batch_accept_not_strict, "strict"),
+                     (batch_accept_bonus_from_last_draft_row, "bonus token from p[:, K-1]"),
                      (batch_accept_searchsorted_left, "right=True")],
     "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row"),
                          (batched_generate_live_rows_min, "right, but rows go wrong in a batch")],
