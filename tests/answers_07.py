@@ -264,6 +264,115 @@ def batched_generate_rollback_min(target, draft, prompts, K, max_new_tokens, tem
     return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
 
 
+def _batched_loop(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None, shared_u=False,
+                  argmax_drafts=False, raw_q=False, draft_back=None):
+    """A learner's loop with one step done wrongly (switches): shared_u, one row of uniforms for the
+    batch; argmax_drafts, the draft's argmax at every temperature; raw_q, q for batch_accept from the
+    raw logits; draft_back(lengths, n) -> the draft cache's new lengths (clamped to what it holds)."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    starts = [len(s) for s in seqs]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
+        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
+            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
+            ds, qs, feed = [], [], last2
+            for _ in range(K):
+                logits = draft.extend_batch(feed, dc)[:, -1]
+                qi = probabilities(logits, temperature)
+                if temperature == 0 or argmax_drafts:
+                    di = qi.argmax(-1)
+                else:
+                    di = torch.multinomial(qi, 1, generator=generator)[:, 0]
+                ds.append(di)
+                qs.append(torch.softmax(logits, -1) if raw_q and temperature > 0 else qi)
+                feed = di[:, None]
+            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
+            if shared_u:
+                u = torch.rand(1, K + 1, generator=generator, device=device).expand(B, K + 1)
+            else:
+                u = torch.rand(B, K + 1, generator=generator, device=device)
+            n, tok = batch_accept(p, q, d, u)
+            lengths = torch.tensor([len(s) for s in seqs], device=device)
+            tc.rollback(lengths + n)
+            if K:
+                back = lengths + n - 1 if draft_back is None else draft_back(lengths, n, K)
+                dc.rollback(torch.minimum(back, dc.lengths))
+            for b in range(B):
+                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
+    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+
+
+def batched_generate_one_uniform_per_round(target, draft, prompts, K, max_new_tokens, temperature=0.0,
+                                           generator=None):
+    """torch.rand(1, K + 1) expanded to the batch: every row uses the same uniforms."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator, shared_u=True)
+
+
+def batched_generate_argmax_drafts(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """The drafts are the draft's argmax at every temperature; q is its softmax."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator, argmax_drafts=True)
+
+
+def batched_generate_untempered_q(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Drafts drawn at the temperature, but q for batch_accept from softmax(logits) (temperature 1)."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator, raw_q=True)
+
+
+def batched_generate_draft_back_too_far(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Rows that accepted all K drafts "lack two tokens", so their draft cache goes back one more."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator,
+                         draft_back=lambda lengths, n, K: lengths + n - 1 - (n == K).long())
+
+
+def batched_generate_draft_one_long(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """The draft cache rolled back like the target's, to lengths + n (clamped to what it holds)."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator,
+                         draft_back=lambda lengths, n, K: lengths + n)
+
+
+def batched_generate_target_one_long(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Both caches rolled back one position less than they should (clamped): rejected drafts' entries stay."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    starts = [len(s) for s in seqs]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
+        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
+            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
+            ds, qs, feed = [], [], last2
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
+                ds.append(qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator)[:, 0])
+                qs.append(qi)
+                feed = ds[-1][:, None]
+            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
+            lengths = torch.tensor([len(s) for s in seqs], device=device)
+            tc.rollback(torch.minimum(lengths + n + 1, tc.lengths))
+            if K:
+                dc.rollback(lengths + n - 1)
+            for b in range(B):
+                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
+    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+
+
 def goodput_per_sequence(alpha, K, B, target_time, draft_time, overhead=0.0):
     tokens = (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
     return tokens / (K * draft_time(B) + target_time(B * (K + 1)) + overhead)
@@ -309,7 +418,13 @@ WRONG = {
                      (batch_accept_bonus_from_last_draft_row, "bonus token from p[:, K-1]"),
                      (batch_accept_searchsorted_left, "right=True")],
     "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row"),
-                         (batched_generate_live_rows_min, "right, but rows go wrong in a batch")],
+                         (batched_generate_live_rows_min, "right, but rows go wrong in a batch"),
+                         (batched_generate_one_uniform_per_round, "not independent"),
+                         (batched_generate_argmax_drafts, "argmax while q is its softmax"),
+                         (batched_generate_untempered_q, "raw logits"),
+                         (batched_generate_draft_back_too_far, "one position too far"),
+                         (batched_generate_draft_one_long, "draft's cache keeps one position too many"),
+                         (batched_generate_target_one_long, "target's cache keeps one position too many")],
     "goodput": [(goodput_per_sequence, "multiply by B"), (goodput_overhead_per_token, "once per step"),
                 (goodput_b_passes, "not B separate passes")],
     "best_K": [(best_K_acceptance_alone, "acceptance alone"), (best_K_never_zero, "K = 0"),
