@@ -164,6 +164,8 @@ class CachedBigramModel(BigramModel):
         rows = list(range(cache.batch)) if rows is None else [int(r) for r in torch.as_tensor(rows).reshape(-1).tolist()]
         assert ids.dim() == 2 and ids.shape[0] == len(rows), "one row of ids per row of the cache"
         assert len(set(rows)) == len(rows) and all(0 <= r < cache.batch for r in rows), rows
+        if ids.shape[1] == 0:  # nothing to append: like the shipped model, whatever the ids' dtype
+            return torch.zeros(len(rows), 0, self.config.vocab, device=self.device)
         logits = F.embedding(ids, self.table)  # the same device check as the plain call
         fed = ids.tolist()
         assert all(len(cache.tokens[r]) + len(f) <= self.config.max_len for r, f in zip(rows, fed)), \

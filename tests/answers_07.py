@@ -99,6 +99,94 @@ def batched_generate_tensors(target, draft, prompts, K, max_new_tokens, temperat
     return [text[b, start[b]:start[b] + max_new_tokens].clone() for b in range(B)]
 
 
+def batched_generate_per_row_draws(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Each row's uniforms drawn in a loop over rows, the drafts by the Gumbel-max trick (argmax of
+    log q plus Gumbel noise from `generator`), every row's text read back once per round."""
+    device = target.device
+    B, V = len(prompts), target.config.vocab
+    texts = [prompt.tolist() for prompt in prompts]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+
+    def probs(logits):
+        if temperature == 0:
+            return torch.nn.functional.one_hot(logits.argmax(-1), V).float()
+        return torch.softmax(logits.float() / temperature, -1)
+
+    with torch.no_grad():
+        for b, text in enumerate(texts):
+            tc.lengths  # noqa: B018 - a learner's look at the cache
+            target.extend_batch(torch.tensor(text[:-1], device=device).view(1, -1), tc, rows=torch.tensor([b]))
+            draft.extend_batch(torch.tensor(text[:-2], device=device).view(1, -1), dc, rows=torch.tensor([b]))
+        while any(len(t) - len(p) < max_new_tokens for t, p in zip(texts, prompts)):
+            tail = torch.tensor([t[-2:] for t in texts], device=device)
+            drafts, qs, feed = [], [], tail
+            for _ in range(K):
+                qi = probs(draft.extend_batch(feed, dc)[:, -1])
+                if temperature == 0:
+                    di = qi.argmax(-1)
+                else:
+                    gumbel = -torch.log(-torch.log(torch.rand(qi.shape, generator=generator, device=device)
+                                                   .clamp_min(1e-20)))
+                    di = (qi.log() + gumbel).argmax(-1)
+                drafts.append(di)
+                qs.append(qi)
+                feed = di.unsqueeze(1)
+            d = torch.stack(drafts, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, V, device=device)
+            p = probs(target.extend_batch(torch.cat([tail[:, 1:], d], 1), tc))
+            u = torch.stack([torch.rand(K + 1, generator=generator, device=device) for _ in range(B)])
+            n, tok = batch_accept(p, q, d, u)
+            before = torch.tensor([len(t) for t in texts], device=device)
+            tc.rollback(before + n)
+            if K:
+                dc.rollback(before + n - 1)
+            host = torch.cat([n.unsqueeze(1), tok.unsqueeze(1), d], 1).cpu().numpy()
+            for text, row in zip(texts, host):
+                text.extend(row[2:2 + row[0]].tolist() + [int(row[1])])
+    return [torch.tensor(t[len(p):len(p) + max_new_tokens], dtype=torch.long) for t, p in zip(texts, prompts)]
+
+
+def batched_generate_numpy_rows(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Drafts drawn on the host by numpy's inverse CDF from torch uniforms of `generator`; text kept in numpy."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    texts = [np.asarray(prompt.cpu(), dtype=np.int64) for prompt in prompts]
+    goal = np.array([len(t) + max_new_tokens for t in texts])
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, text in enumerate(texts):
+            target.extend_batch(torch.from_numpy(text[None, :-1]).to(device), tc, rows=[b])
+            draft.extend_batch(torch.from_numpy(text[None, :-2]).to(device), dc, rows=[b])
+        while any(len(t) < g for t, g in zip(texts, goal)):
+            tail = torch.from_numpy(np.stack([t[-2:] for t in texts])).to(device)
+            drafts, qs, feed = [], [], tail
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
+                if temperature == 0:
+                    di = qi.argmax(-1).cpu().numpy()
+                else:
+                    r = torch.rand(B, 1, generator=generator, device=device).cpu().numpy()
+                    cdf = np.cumsum(qi.double().cpu().numpy(), axis=1)
+                    di = np.minimum((cdf <= r * cdf[:, -1:]).sum(1), cdf.shape[1] - 1)
+                drafts.append(di)
+                qs.append(qi)
+                feed = torch.from_numpy(np.asarray(di, dtype=np.int64)[:, None]).to(device)
+            d_np = np.stack(drafts, 1) if K else np.zeros((B, 0), dtype=np.int64)
+            d = torch.from_numpy(d_np.astype(np.int64)).to(device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([tail[:, 1:], d], 1), tc), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
+            n_np, tok_np = n.cpu().numpy(), tok.cpu().numpy()
+            lengths = np.array([len(t) for t in texts])
+            tc.rollback(torch.from_numpy(lengths + n_np).to(device))
+            if K:
+                dc.rollback(torch.from_numpy(lengths + n_np - 1).to(device))
+            texts = [np.concatenate([t, d_np[b, :n_np[b]], [tok_np[b]]]) for b, t in enumerate(texts)]
+    return [torch.from_numpy(t[g - max_new_tokens:g].astype(np.int64)) for t, g in zip(texts, goal)]
+
+
 def goodput_power_sum(alpha, K, B, target_time, draft_time, overhead=0.0):
     tokens = sum(alpha ** k for k in range(K + 1))
     return B * tokens / (overhead + target_time(B * (K + 1)) + sum(draft_time(B) for _ in range(K)))
@@ -406,7 +494,7 @@ def best_K_largest_on_ties(alpha, B, target_time, draft_time, overhead=0.0, K_ma
 
 CORRECT = {
     "batch_accept": [batch_accept_divide, batch_accept_numpy],
-    "batched_generate": [batched_generate_tensors],
+    "batched_generate": [batched_generate_tensors, batched_generate_per_row_draws, batched_generate_numpy_rows],
     "goodput": [goodput_power_sum],
     "best_K": [best_K_loop],
 }

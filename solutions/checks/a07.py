@@ -1,18 +1,34 @@
 """Hidden-test checkers for 07_speculation_in_a_server: batch_accept, batched_generate, goodput, best_K.
 
 batch_accept is a function of its inputs (the uniforms are arguments), so it is compared with the
-reference uniform for uniform on seeded random batches; the reference's own exactness (each row's
-output is the target's distribution) is shown in tests/test_serving_notebook.py. A row may differ
-from the reference only where the two could round differently: a uniform within 1e-5 (relative) of
-its acceptance threshold p(d)/q(d) or of a boundary of the inverse CDF. Random inputs put a uniform
-that close with probability about 1e-5 per test, and every such row is checked to be one.
+reference uniform for uniform on seeded random batches (deterministic: no statistical test here); the
+reference's own exactness (each row's output is the target's distribution) is shown in
+tests/test_serving_notebook.py. A row may differ from the reference only where the two could round
+differently: a uniform within 1e-5 (relative) of its acceptance threshold p(d)/q(d) or of a boundary of
+the inverse CDF. Random inputs put a uniform that close with probability about 1e-5 per test, and every
+such row is checked to be one. The acceptance test is strict (u < p/q), as the notebook says and its
+greedy cases need: u = 0 is drawn on purpose there. A mistake of the catalogue is named only when it
+reproduces the learner's output on every batch (one batch alone cannot tell some of them apart).
 
-batched_generate runs on the shipped pair at temperature 0 and every row must equal its prompt
-decoded alone (specdec.engine.plain). The batch computes the same arithmetic over padded, masked
-rows, which differs from a lone sequence by float rounding (about 1e-5 on logits of order 10); the
-prompts below were chosen so that the target's top-two logit gap at every greedy step stays above
-1e-3 (tests/test_serving_notebook.py checks it), so no rounding can swap a greedy token. Sampled
-runs must be reproducible from their generator.
+batched_generate, four checks in one cell:
+- greedy on the shipped pair (temperature 0): every row equals its prompt decoded alone
+  (specdec.engine.plain). The batch computes the same arithmetic over padded, masked rows, which differs
+  from a lone sequence by float rounding (about 1e-5 on logits of order 10); the prompts below were
+  chosen so that the target's top-two logit gap at every greedy step stays above 1e-3
+  (tests/test_serving_notebook.py checks it), so no rounding can swap a greedy token. Deterministic.
+- what each model was fed (deterministic): greedy runs on `specdec.toy.text_pair`, whose batch cache
+  records, row by row, what it held and was fed (`feeding_problem`). Named: either cache rolled back one
+  position too far or left one position long, rejected drafts kept, tokens at the wrong position. This
+  is what a draft cache off by one costs on the shipped pair: acceptance only, never the greedy output.
+- reproducibility on the toy pair: the same seeded generator gives the same 16 rows of 3 tokens, another
+  seed other ones (a correct answer repeats them with probability below 0.2 ** 16 = 7e-12).
+- the law of the sampled tokens on toy bigram pairs, whose laws are exact: 3,000 rows at T = 0.5 and
+  2,000 at T = 1, three exact binomial tests each (the first token, the three tokens, the first tokens of
+  two rows together), Bonferroni-corrected at 1e-7 per test: a correct answer fails with probability
+  below 6e-7 (DIST_CASES says what the sizes catch). Row by row, a shared uniform gives the wrong law
+  within one call (the rows are independent given the shared uniforms, but each keeps its draft or emits
+  the one residual token those uniforms pick), and the pairs test catches rows that depend on each other.
+In all, a correct batched_generate fails with probability below 6e-7 + 7e-12.
 
 goodput and best_K are formulas of callables: the checkers pass `specdec.serving.PassTime`
 objects (flat, compute-bound, roofline-shaped and affine passes), which cross to the learner's
