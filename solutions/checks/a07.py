@@ -332,6 +332,8 @@ def _feeds(events, label: str) -> dict:
 
 def _target_problem(feeds, text) -> str | None:
     for before, fed in feeds:
+        if len(before) + len(fed) + 1 >= len(text):  # past the text this check knows (a row run far ahead)
+            continue
         wrong = [i for i, token in enumerate(before) if token != text[i]]
         if wrong:
             if before[wrong[0]] >= TEXT_TOKENS:
@@ -348,6 +350,8 @@ def _target_problem(feeds, text) -> str | None:
 
 def _draft_problem(feeds, text) -> str | None:
     for before, fed in feeds:
+        if len(before) + len(fed) + 1 >= len(text):  # past the text this check knows (a row run far ahead)
+            continue
         seq = before + fed
         for i, token in enumerate(seq):
             if token == text[i]:
