@@ -16,6 +16,9 @@ verifier. Their cache holds the token ids it was fed, position by position (a bi
 keys or values), and every call is written to the model's `events`, so a checker can see what
 each model was fed and what its cache held: `reset_events()` before a call, `events` after it
 (in the grader, the kernel sends them back with the call's reply, coursekit.judge.wire).
+They also have the shipped models' batch cache of notebook 07 (`new_batch_cache(B)`,
+`extend_batch(ids (R, t), cache, rows=None)` -> logits (R, t, V), `cache.rollback(lengths)`,
+`cache.lengths` a LongTensor on the model's device, `cache.batch`), recorded per row the same way.
 What it leaves out: the tree pass (`extend_tree`, `keep`) of notebook 06.
 """
 from __future__ import annotations
@@ -78,10 +81,45 @@ class ToyCache:
         self.length = length
 
 
+class ToyBatchCache:
+    """A toy model's batch cache (the shipped BatchKVCache's API): `tokens[b]` are the tokens fed to
+    row b, position by position; `lengths` (B,) long on the model's device. `rollback(lengths)`
+    shortens each row to its own length; `lengths` may also be set directly (positions past what
+    was fed then hold -1, as stale entries would)."""
+
+    def __init__(self, model: "CachedBigramModel", name: int, batch: int):
+        self._model, self.name, self.tokens = model, name, [[] for _ in range(batch)]
+
+    @property
+    def batch(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return torch.tensor([len(row) for row in self.tokens], dtype=torch.long, device=self._model.device)
+
+    @lengths.setter
+    def lengths(self, value) -> None:
+        value = [int(v) for v in torch.as_tensor(value).reshape(-1).tolist()]
+        assert len(value) == self.batch, "one length per row of the cache"
+        self._model._record("rollback_batch", cache=self.name, to=value)
+        self.tokens = [row[:n] + [-1] * max(0, n - len(row)) for row, n in zip(self.tokens, value)]
+
+    def rollback(self, lengths) -> None:
+        """Row b forgets every position from lengths[b] on, as the shipped cache's rollback."""
+        new = torch.as_tensor(lengths).reshape(-1).tolist()
+        assert len(new) == self.batch, "one length per row of the cache"
+        assert all(0 <= int(n) <= len(row) for n, row in zip(new, self.tokens)), (new, [len(r) for r in self.tokens])
+        self.lengths = new
+
+
 class CachedBigramModel(BigramModel):
     """A bigram model with the shipped models' cache API, which records every call in `events`:
     {"op": "call", "fed": ids} for model(ids); {"op": "new", "cache": n}; {"op": "extend", "cache":
     n, "before": the tokens the cache held, "fed": ids}; {"op": "rollback", "cache": n, "to": length};
+    for the batch cache {"op": "new_batch", "cache": n, "batch": B}; {"op": "extend_batch", "cache": n,
+    "rows": [b, ...], "before": [tokens row b held, ...], "fed": [ids of row b, ...]};
+    {"op": "rollback_batch", "cache": n, "to": [length of each row]};
     each with "t", a clock shared by all toy models, and "model", the index `made_by` gives it."""
 
     def __init__(self, table: torch.Tensor, index: int = 0):
@@ -113,6 +151,28 @@ class CachedBigramModel(BigramModel):
         self._record("extend", cache=cache.name, before=list(cache.tokens), fed=fed)
         logits = F.embedding(ids, self.table)  # the same device check as the plain call
         cache.tokens = cache.tokens + fed
+        return logits
+
+    def new_batch_cache(self, batch: int) -> ToyBatchCache:
+        self._caches += 1
+        self._record("new_batch", cache=self._caches, batch=int(batch))
+        return ToyBatchCache(self, self._caches, int(batch))
+
+    def extend_batch(self, ids: torch.LongTensor, cache: ToyBatchCache, rows=None) -> torch.Tensor:
+        """Append ids (R, t) to rows `rows` of a batch cache (default: every row), each after its own
+        length; the logits (R, t, V) of the new positions (row t of a row: table[ids[r, t]])."""
+        rows = list(range(cache.batch)) if rows is None else [int(r) for r in torch.as_tensor(rows).reshape(-1).tolist()]
+        assert ids.dim() == 2 and ids.shape[0] == len(rows), "one row of ids per row of the cache"
+        assert len(set(rows)) == len(rows) and all(0 <= r < cache.batch for r in rows), rows
+        if ids.shape[1] == 0:  # nothing to append: like the shipped model, whatever the ids' dtype
+            return torch.zeros(len(rows), 0, self.config.vocab, device=self.device)
+        logits = F.embedding(ids, self.table)  # the same device check as the plain call
+        fed = ids.tolist()
+        assert all(len(cache.tokens[r]) + len(f) <= self.config.max_len for r, f in zip(rows, fed)), \
+            "sequence longer than the model's max_len"
+        self._record("extend_batch", cache=cache.name, rows=rows, before=[list(cache.tokens[r]) for r in rows], fed=fed)
+        for r, f in zip(rows, fed):
+            cache.tokens[r] = cache.tokens[r] + f
         return logits
 
 

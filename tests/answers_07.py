@@ -99,6 +99,94 @@ def batched_generate_tensors(target, draft, prompts, K, max_new_tokens, temperat
     return [text[b, start[b]:start[b] + max_new_tokens].clone() for b in range(B)]
 
 
+def batched_generate_per_row_draws(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Each row's uniforms drawn in a loop over rows, the drafts by the Gumbel-max trick (argmax of
+    log q plus Gumbel noise from `generator`), every row's text read back once per round."""
+    device = target.device
+    B, V = len(prompts), target.config.vocab
+    texts = [prompt.tolist() for prompt in prompts]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+
+    def probs(logits):
+        if temperature == 0:
+            return torch.nn.functional.one_hot(logits.argmax(-1), V).float()
+        return torch.softmax(logits.float() / temperature, -1)
+
+    with torch.no_grad():
+        for b, text in enumerate(texts):
+            tc.lengths  # noqa: B018 - a learner's look at the cache
+            target.extend_batch(torch.tensor(text[:-1], device=device).view(1, -1), tc, rows=torch.tensor([b]))
+            draft.extend_batch(torch.tensor(text[:-2], device=device).view(1, -1), dc, rows=torch.tensor([b]))
+        while any(len(t) - len(p) < max_new_tokens for t, p in zip(texts, prompts)):
+            tail = torch.tensor([t[-2:] for t in texts], device=device)
+            drafts, qs, feed = [], [], tail
+            for _ in range(K):
+                qi = probs(draft.extend_batch(feed, dc)[:, -1])
+                if temperature == 0:
+                    di = qi.argmax(-1)
+                else:
+                    gumbel = -torch.log(-torch.log(torch.rand(qi.shape, generator=generator, device=device)
+                                                   .clamp_min(1e-20)))
+                    di = (qi.log() + gumbel).argmax(-1)
+                drafts.append(di)
+                qs.append(qi)
+                feed = di.unsqueeze(1)
+            d = torch.stack(drafts, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, V, device=device)
+            p = probs(target.extend_batch(torch.cat([tail[:, 1:], d], 1), tc))
+            u = torch.stack([torch.rand(K + 1, generator=generator, device=device) for _ in range(B)])
+            n, tok = batch_accept(p, q, d, u)
+            before = torch.tensor([len(t) for t in texts], device=device)
+            tc.rollback(before + n)
+            if K:
+                dc.rollback(before + n - 1)
+            host = torch.cat([n.unsqueeze(1), tok.unsqueeze(1), d], 1).cpu().numpy()
+            for text, row in zip(texts, host):
+                text.extend(row[2:2 + row[0]].tolist() + [int(row[1])])
+    return [torch.tensor(t[len(p):len(p) + max_new_tokens], dtype=torch.long) for t, p in zip(texts, prompts)]
+
+
+def batched_generate_numpy_rows(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Drafts drawn on the host by numpy's inverse CDF from torch uniforms of `generator`; text kept in numpy."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    texts = [np.asarray(prompt.cpu(), dtype=np.int64) for prompt in prompts]
+    goal = np.array([len(t) + max_new_tokens for t in texts])
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, text in enumerate(texts):
+            target.extend_batch(torch.from_numpy(text[None, :-1]).to(device), tc, rows=[b])
+            draft.extend_batch(torch.from_numpy(text[None, :-2]).to(device), dc, rows=[b])
+        while any(len(t) < g for t, g in zip(texts, goal)):
+            tail = torch.from_numpy(np.stack([t[-2:] for t in texts])).to(device)
+            drafts, qs, feed = [], [], tail
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
+                if temperature == 0:
+                    di = qi.argmax(-1).cpu().numpy()
+                else:
+                    r = torch.rand(B, 1, generator=generator, device=device).cpu().numpy()
+                    cdf = np.cumsum(qi.double().cpu().numpy(), axis=1)
+                    di = np.minimum((cdf <= r * cdf[:, -1:]).sum(1), cdf.shape[1] - 1)
+                drafts.append(di)
+                qs.append(qi)
+                feed = torch.from_numpy(np.asarray(di, dtype=np.int64)[:, None]).to(device)
+            d_np = np.stack(drafts, 1) if K else np.zeros((B, 0), dtype=np.int64)
+            d = torch.from_numpy(d_np.astype(np.int64)).to(device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([tail[:, 1:], d], 1), tc), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
+            n_np, tok_np = n.cpu().numpy(), tok.cpu().numpy()
+            lengths = np.array([len(t) for t in texts])
+            tc.rollback(torch.from_numpy(lengths + n_np).to(device))
+            if K:
+                dc.rollback(torch.from_numpy(lengths + n_np - 1).to(device))
+            texts = [np.concatenate([t, d_np[b, :n_np[b]], [tok_np[b]]]) for b, t in enumerate(texts)]
+    return [torch.from_numpy(t[g - max_new_tokens:g].astype(np.int64)) for t, g in zip(texts, goal)]
+
+
 def goodput_power_sum(alpha, K, B, target_time, draft_time, overhead=0.0, context=0):
     """Expected tokens as a power sum; the draft's passes summed one by one; keywords for the pass times."""
     tokens = sum(alpha ** k for k in range(K + 1))
@@ -179,6 +267,18 @@ def _reference_rule(p, q, drafts, u, strict=True, right=True):
         dist = torch.where((n == K)[:, None], p[:, K], res)
     cdf = dist.cumsum(-1)
     return n, torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=right)[:, 0].clamp(max=V - 1)
+
+
+def batch_accept_bonus_from_last_draft_row(p, q, drafts, u):
+    """The bonus token of a row that accepted everything drawn from p[:, K-1] (off by one)."""
+    B, K1, V = p.shape
+    K = K1 - 1
+    n, token = _reference_rule(p, q, drafts, u)
+    if K == 0:
+        return n, token
+    cdf = p[:, K - 1].cumsum(-1)
+    bonus = torch.searchsorted(cdf, (u[:, K:] * cdf[:, -1:]).contiguous(), right=True)[:, 0].clamp(max=V - 1)
+    return n, torch.where(n == K, bonus, token)
 
 
 def batch_accept_not_strict(p, q, drafts, u):
@@ -271,6 +371,115 @@ def batched_generate_rollback_min(target, draft, prompts, K, max_new_tokens, tem
     return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
 
 
+def _batched_loop(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None, shared_u=False,
+                  argmax_drafts=False, raw_q=False, draft_back=None):
+    """A learner's loop with one step done wrongly (switches): shared_u, one row of uniforms for the
+    batch; argmax_drafts, the draft's argmax at every temperature; raw_q, q for batch_accept from the
+    raw logits; draft_back(lengths, n) -> the draft cache's new lengths (clamped to what it holds)."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    starts = [len(s) for s in seqs]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
+        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
+            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
+            ds, qs, feed = [], [], last2
+            for _ in range(K):
+                logits = draft.extend_batch(feed, dc)[:, -1]
+                qi = probabilities(logits, temperature)
+                if temperature == 0 or argmax_drafts:
+                    di = qi.argmax(-1)
+                else:
+                    di = torch.multinomial(qi, 1, generator=generator)[:, 0]
+                ds.append(di)
+                qs.append(torch.softmax(logits, -1) if raw_q and temperature > 0 else qi)
+                feed = di[:, None]
+            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
+            if shared_u:
+                u = torch.rand(1, K + 1, generator=generator, device=device).expand(B, K + 1)
+            else:
+                u = torch.rand(B, K + 1, generator=generator, device=device)
+            n, tok = batch_accept(p, q, d, u)
+            lengths = torch.tensor([len(s) for s in seqs], device=device)
+            tc.rollback(lengths + n)
+            if K:
+                back = lengths + n - 1 if draft_back is None else draft_back(lengths, n, K)
+                dc.rollback(torch.minimum(back, dc.lengths))
+            for b in range(B):
+                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
+    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+
+
+def batched_generate_one_uniform_per_round(target, draft, prompts, K, max_new_tokens, temperature=0.0,
+                                           generator=None):
+    """torch.rand(1, K + 1) expanded to the batch: every row uses the same uniforms."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator, shared_u=True)
+
+
+def batched_generate_argmax_drafts(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """The drafts are the draft's argmax at every temperature; q is its softmax."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator, argmax_drafts=True)
+
+
+def batched_generate_untempered_q(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Drafts drawn at the temperature, but q for batch_accept from softmax(logits) (temperature 1)."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator, raw_q=True)
+
+
+def batched_generate_draft_back_too_far(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Rows that accepted all K drafts "lack two tokens", so their draft cache goes back one more."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator,
+                         draft_back=lambda lengths, n, K: lengths + n - 1 - (n == K).long())
+
+
+def batched_generate_draft_one_long(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """The draft cache rolled back like the target's, to lengths + n (clamped to what it holds)."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator,
+                         draft_back=lambda lengths, n, K: lengths + n)
+
+
+def batched_generate_target_one_long(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
+    """Both caches rolled back one position less than they should (clamped): rejected drafts' entries stay."""
+    from specdec.engine import probabilities
+
+    device = target.device
+    B = len(prompts)
+    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    starts = [len(s) for s in seqs]
+    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
+    with torch.no_grad():
+        for b, s in enumerate(seqs):
+            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
+            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
+        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
+            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
+            ds, qs, feed = [], [], last2
+            for _ in range(K):
+                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
+                ds.append(qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator)[:, 0])
+                qs.append(qi)
+                feed = ds[-1][:, None]
+            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
+            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
+            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
+            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
+            lengths = torch.tensor([len(s) for s in seqs], device=device)
+            tc.rollback(torch.minimum(lengths + n + 1, tc.lengths))
+            if K:
+                dc.rollback(lengths + n - 1)
+            for b in range(B):
+                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
+    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+
+
 def _tokens(alpha, K):
     return (1 - alpha ** (K + 1)) / (1 - alpha) if alpha != 1 else K + 1
 
@@ -355,7 +564,7 @@ def best_K_excludes_K_max(alpha, B, target_time, draft_time, overhead=0.0, K_max
 
 CORRECT = {
     "batch_accept": [batch_accept_divide, batch_accept_numpy],
-    "batched_generate": [batched_generate_tensors],
+    "batched_generate": [batched_generate_tensors, batched_generate_per_row_draws, batched_generate_numpy_rows],
     "goodput": [goodput_power_sum, goodput_growing_draft_context],
     "best_K": [best_K_loop],
 }
@@ -364,9 +573,16 @@ WRONG = {
     "batch_accept": [(batch_accept_shared_uniform, "one uniform shared by the batch"),
                      (batch_accept_bonus_on_reject, "bonus row"),
                      (batch_accept_counts_all, "first rejection"), (batch_accept_not_strict, "strict"),
+                     (batch_accept_bonus_from_last_draft_row, "bonus token from p[:, K-1]"),
                      (batch_accept_searchsorted_left, "right=True")],
     "batched_generate": [(batched_generate_rollback_min, "roll each cache back per row"),
-                         (batched_generate_live_rows_min, "right, but rows go wrong in a batch")],
+                         (batched_generate_live_rows_min, "right, but rows go wrong in a batch"),
+                         (batched_generate_one_uniform_per_round, "not independent"),
+                         (batched_generate_argmax_drafts, "argmax while q is its softmax"),
+                         (batched_generate_untempered_q, "raw logits"),
+                         (batched_generate_draft_back_too_far, "one position too far"),
+                         (batched_generate_draft_one_long, "draft's cache keeps one position too many"),
+                         (batched_generate_target_one_long, "target's cache keeps one position too many")],
     "goodput": [(goodput_per_sequence, "multiply by B"), (goodput_overhead_per_token, "once per step"),
                 (goodput_overhead_at_plain, "pays no round overhead"), (goodput_b_passes, "not B separate passes"),
                 (goodput_no_context, "ignore the context"), (goodput_draft_cache_free, "draft reads its own cache"),

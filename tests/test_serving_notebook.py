@@ -112,3 +112,55 @@ def test_best_K_is_graded_by_its_value_and_the_visible_test_gives_the_type_advic
     a07.check_best_K(answers.best_K_numpy_integer)
     with pytest.raises(CheckFailure, match="whole number"):
         a07.check_best_K(lambda *args, **kw: float(answers.best_K_numpy_integer(*args, **kw)))
+
+
+def test_the_toy_batch_cache_behaves_like_the_shipped_one():
+    """check_batched_generate hands toy pairs to the learner's loop: their batch cache takes the same
+    calls as the shipped model's (rows, empty ids, per-row rollback, lengths on the model's device) and
+    records what each row held and was fed."""
+    import pytest
+
+    from specdec.toy import text_pair
+
+    toy, shipped = text_pair("cpu")[0], load("target", "cpu")
+    for model in (toy, shipped):
+        cache = model.new_batch_cache(3)
+        assert model.extend_batch(torch.tensor([[1, 2, 3]]), cache, rows=[1]).shape == (1, 3, model.config.vocab)
+        assert model.extend_batch(torch.tensor([[]]), cache, rows=torch.tensor([0])).shape == (1, 0, model.config.vocab)
+        assert model.extend_batch(torch.tensor([[4], [5], [6]]), cache).shape == (3, 1, model.config.vocab)
+        assert cache.lengths.tolist() == [1, 4, 1] and cache.lengths.dtype == torch.long and cache.batch == 3
+        cache.rollback(cache.lengths - torch.tensor([1, 2, 0]))
+        assert cache.lengths.tolist() == [0, 2, 1]
+        with pytest.raises(AssertionError):
+            cache.rollback([0, 3, 1])  # longer than what row 1 holds
+    fed = [e for e in toy.events if e["op"] == "extend_batch"]
+    assert [(e["rows"], e["before"], e["fed"]) for e in fed] == [
+        ([1], [[]], [[1, 2, 3]]), ([0, 1, 2], [[], [1, 2, 3], []], [[4], [5], [6]])]
+
+
+def test_the_sampled_check_is_sized_for_the_mistakes_it_names():
+    """The sizes DIST_CASES states: at T = 0.5 on the close pair, 3,000 rows make the first token's exact
+    test (4 cells, Bonferroni at 1e-7) pass a loop whose q comes from the raw logits with probability
+    below 4e-7, and one with raw drafts or argmax drafts below 1e-15 (exact binomial arithmetic)."""
+    from scipy import stats
+
+    from specdec.toy import toy_pair
+
+    T, close, K, rows = a07.DIST_CASES[0]
+    target, draft = toy_pair("cpu", close=close)
+    p, q, q_raw = target.probs(T)[3].numpy(), draft.probs(T)[3].numpy(), draft.probs(1.0)[3].numpy()
+
+    def passes(law):
+        """P(every cell's exact test passes) <= the smallest cell's, under `law`."""
+        chance = 1.0
+        for p_cell, w_cell in zip(p, law):
+            sd = np.sqrt(rows * p_cell * (1 - p_cell))  # the kept counts lie within 7 sd of the mean
+            ks = range(max(0, int(rows * p_cell - 10 * sd)), min(rows, int(rows * p_cell + 10 * sd)) + 1)
+            kept = [k for k in ks if stats.binomtest(k, rows, p_cell).pvalue >= a07.DIST_LEVEL / 4]
+            assert 0 < min(kept) and max(kept) < rows and min(kept) > ks[0] and max(kept) < ks[-1]
+            chance = min(chance, stats.binom.cdf(max(kept), rows, w_cell) - stats.binom.cdf(min(kept) - 1, rows, w_cell))
+        return chance
+
+    assert passes(a07._first_law(p, q, q_raw)) < 4e-7
+    assert passes(a07._first_law(p, q_raw, q)) < 1e-15
+    assert passes(a07._first_law(p, np.eye(4)[int(np.argmax(q))], q)) < 1e-15

@@ -1,18 +1,34 @@
 """Hidden-test checkers for 07_speculation_in_a_server: batch_accept, batched_generate, goodput, best_K.
 
 batch_accept is a function of its inputs (the uniforms are arguments), so it is compared with the
-reference uniform for uniform on seeded random batches; the reference's own exactness (each row's
-output is the target's distribution) is shown in tests/test_serving_notebook.py. A row may differ
-from the reference only where the two could round differently: a uniform within 1e-5 (relative) of
-its acceptance threshold p(d)/q(d) or of a boundary of the inverse CDF. Random inputs put a uniform
-that close with probability about 1e-5 per test, and every such row is checked to be one.
+reference uniform for uniform on seeded random batches (deterministic: no statistical test here); the
+reference's own exactness (each row's output is the target's distribution) is shown in
+tests/test_serving_notebook.py. A row may differ from the reference only where the two could round
+differently: a uniform within 1e-5 (relative) of its acceptance threshold p(d)/q(d) or of a boundary of
+the inverse CDF. Random inputs put a uniform that close with probability about 1e-5 per test, and every
+such row is checked to be one. The acceptance test is strict (u < p/q), as the notebook says and its
+greedy cases need: u = 0 is drawn on purpose there. A mistake of the catalogue is named only when it
+reproduces the learner's output on every batch (one batch alone cannot tell some of them apart).
 
-batched_generate runs on the shipped pair at temperature 0 and every row must equal its prompt
-decoded alone (specdec.engine.plain). The batch computes the same arithmetic over padded, masked
-rows, which differs from a lone sequence by float rounding (about 1e-5 on logits of order 10); the
-prompts below were chosen so that the target's top-two logit gap at every greedy step stays above
-1e-3 (tests/test_serving_notebook.py checks it), so no rounding can swap a greedy token. Sampled
-runs must be reproducible from their generator.
+batched_generate, four checks in one cell:
+- greedy on the shipped pair (temperature 0): every row equals its prompt decoded alone
+  (specdec.engine.plain). The batch computes the same arithmetic over padded, masked rows, which differs
+  from a lone sequence by float rounding (about 1e-5 on logits of order 10); the prompts below were
+  chosen so that the target's top-two logit gap at every greedy step stays above 1e-3
+  (tests/test_serving_notebook.py checks it), so no rounding can swap a greedy token. Deterministic.
+- what each model was fed (deterministic): greedy runs on `specdec.toy.text_pair`, whose batch cache
+  records, row by row, what it held and was fed (`feeding_problem`). Named: either cache rolled back one
+  position too far or left one position long, rejected drafts kept, tokens at the wrong position. This
+  is what a draft cache off by one costs on the shipped pair: acceptance only, never the greedy output.
+- reproducibility on the toy pair: the same seeded generator gives the same 16 rows of 3 tokens, another
+  seed other ones (a correct answer repeats them with probability below 0.2 ** 16 = 7e-12).
+- the law of the sampled tokens on toy bigram pairs, whose laws are exact: 3,000 rows at T = 0.5 and
+  2,000 at T = 1, three exact binomial tests each (the first token, the three tokens, the first tokens of
+  two rows together), Bonferroni-corrected at 1e-7 per test: a correct answer fails with probability
+  below 6e-7 (DIST_CASES says what the sizes catch). Row by row, a shared uniform gives the wrong law
+  within one call (the rows are independent given the shared uniforms, but each keeps its draft or emits
+  the one residual token those uniforms pick), and the pairs test catches rows that depend on each other.
+In all, a correct batched_generate fails with probability below 6e-7 + 7e-12.
 
 goodput and best_K are formulas of callables: the checkers pass `specdec.serving.PassTime`
 objects (flat, compute-bound, roofline-shaped and affine passes), which cross to the learner's
@@ -24,12 +40,13 @@ import numpy as np
 import torch
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, SEED, call_many, close, diagnose, fail, require_scalar,
+    HINT_EXPONENT_K, SEED, call_many, close, counts_match_pmf, diagnose, fail, require_scalar,
 )
 from solutions.reference import a07_speculation_in_a_server as ref
 from specdec.engine import plain
 from specdec.model import default_device, encode, load
 from specdec.serving import PassTime
+from specdec.toy import TEXT_TOKENS, text_pair, toy_pair
 
 # ---------------------------------------------------------------- batch_accept
 
@@ -94,7 +111,8 @@ def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise
         p_d = p[:, :K].gather(-1, d[..., None])[..., 0]
         q_d = q.gather(-1, d[..., None])[..., 0]
         ok = (u[:, :K] * q_d < p_d if strict else u[:, :K] * q_d <= p_d) if ratio == "p/q" else u[:, :K] * p_d < q_d
-        n = ok.long().cumprod(-1).sum(-1) if count == "prefix" else ok.long().sum(-1)
+        n = ok.long().cumprod(-1).sum(-1) if count != "all" else ok.long().sum(-1)
+        counted = ok.long().sum(-1) if count == "all_reported" else n  # the token right, the count wrong
         at = n.clamp(max=K - 1)
         residual = (p[rows, at] - q[rows, at]).clamp(min=0)
         residual = torch.where(residual.sum(-1, keepdim=True) > 0, residual, p[rows, at])
@@ -102,22 +120,30 @@ def _variant(p, q, d, u, count="prefix", emit="residual", ratio="p/q", normalise
             residual = p[:, K]
         elif emit == "target":
             residual = p[rows, at]
-        dist = torch.where((n == K)[:, None], p[:, K], residual)
+        bonus = p[:, K - 1] if emit == "last_draft_row" else p[:, K]
+        dist = torch.where((n == K)[:, None], bonus, residual)
+        n = counted
     cdf = dist.cumsum(-1)
     x = u[:, K:] * cdf[:, -1:] if normalise else u[:, K:]
     return n, torch.searchsorted(cdf, x.contiguous(), right=right)[:, 0].clamp(max=V - 1)
 
 
-HINT_NOT_STRICT = ("the acceptance test is strict, u < p(d)/q(d): with u = 0 a draft the target gives no mass (p(d) = 0) "
-                   "must still be rejected, and `<=` keeps it.")
+HINT_NOT_STRICT = ("the acceptance test is strict, u < p(d)/q(d), as section 1 says: with u = 0 a draft the target gives "
+                   "no mass (p(d) = 0, a non-argmax draft at temperature 0) must still be rejected, and `<=` keeps it.")
 HINT_SEARCH_LEFT = ("the emitted token is the first whose cumulative mass is strictly greater than u times the total "
-                    "(torch.searchsorted(..., right=True)): with right=False, u = 0 picks a token of zero mass.")
+                    "(torch.searchsorted(..., right=True)): with right=False, u = 0 picks token 0 even when it has no "
+                    "mass.")
+HINT_BONUS_LAST_DRAFT = ("a row that accepted all K drafts drew its bonus token from p[:, K-1], the row its last draft "
+                         "was tested against: the bonus comes from p[:, K], the target's distribution after all K "
+                         "drafts.")
 
 BATCH_MISTAKES = [
     (HINT_SHARED_U, _shared_u),
     (HINT_NOT_PREFIX, lambda *a: _variant(*a, count="all")),
+    (HINT_NOT_PREFIX, lambda *a: _variant(*a, count="all_reported")),
     (HINT_INVERTED, lambda *a: _variant(*a, ratio="q/p")),
     (HINT_BONUS_ON_REJECT, lambda *a: _variant(*a, emit="bonus")),
+    (HINT_BONUS_LAST_DRAFT, lambda *a: _variant(*a, emit="last_draft_row")),
     (HINT_NO_RESIDUAL, lambda *a: _variant(*a, emit="target")),
     (HINT_UNNORMALISED, lambda *a: _variant(*a, normalise=False)),
     (HINT_NOT_STRICT, lambda *a: _variant(*a, strict=False)),
@@ -158,37 +184,65 @@ def _borderline(p, q, d, u, b: int, n_ref: int) -> bool:
     return False
 
 
+def _mistaken_rows(case, n, token, n_ref, t_ref) -> list[int]:
+    """Rows where (n, token) differ from (n_ref, t_ref) other than by rounding at a threshold."""
+    p, q, d, u = case
+    return [b for b in range(d.shape[0]) if (n[b] != n_ref[b] or token[b] != t_ref[b])
+            and not _borderline(p, q, d, u, b, int(n_ref[b]))]
+
+
+def batch_mistake(cases, outs) -> str | None:
+    """The hint of the catalogued mistake that reproduces the learner's outputs on EVERY case (up to
+    rounding at a threshold) and differs from the rule on at least one: one case alone cannot tell
+    some mistakes apart (a bonus from p[:, K-1] and a shared uniform both change only a few rows)."""
+    for hint, mistake in BATCH_MISTAKES:
+        differs, matches = False, True
+        for case, (n, token) in zip(cases, outs):
+            try:
+                n_w, t_w = (x.numpy() for x in mistake(*case))
+            except Exception:  # noqa: BLE001 - a mistake that does not apply to this shape
+                continue
+            n_ref, t_ref = (x.numpy() for x in ref.batch_accept(*case))
+            differs = differs or bool(_mistaken_rows(case, n_w, t_w, n_ref, t_ref))
+            if _mistaken_rows(case, n, token, n_w, t_w):
+                matches = False
+                break
+        if matches and differs:
+            return hint
+    return None
+
+
 def check_batch_accept(batch_accept) -> None:
-    """Seeded random batches, float32 and float64, sampled and one-hot (greedy), against the reference."""
+    """Seeded random batches, float32 and float64, sampled and one-hot (greedy, with u = 0 drawn on
+    purpose), against the reference uniform for uniform; a mistake is named only when it reproduces
+    every case."""
     __tracebackhide__ = True
     rng = np.random.default_rng(SEED)
     cases = [_case(rng, B, K, V, kind, dtype) for (B, K, V, kind), dtype in
              zip(CASES, [torch.float32, torch.float64] * len(CASES))]
     calls = [((p.clone(), q.clone(), d.clone(), u.clone()), {}) for p, q, d, u in cases]
-    outs = call_many(batch_accept, calls, name="batch_accept")
-    for (p, q, d, u), out in zip(cases, outs):
+    outs, first_wrong = [], None
+    for (p, q, d, u), out in zip(cases, call_many(batch_accept, calls, name="batch_accept")):
         B, K = d.shape
         label = f"batch_accept (B = {B}, K = {K}, V = {p.shape[-1]})"
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             fail(f"{label} must return a pair (accepted, token), not {type(out).__name__}.")
         n, token = _as_long(out[0], B, label), _as_long(out[1], B, label)
+        outs.append((n, token))
         n_ref, t_ref = (x.numpy() for x in ref.batch_accept(p, q, d, u))
-        wrong = [b for b in range(B) if n[b] != n_ref[b] or token[b] != t_ref[b]]
-        if not wrong or all(_borderline(p, q, d, u, b, int(n_ref[b])) for b in wrong):
-            continue
-        for hint, mistake in BATCH_MISTAKES:
-            try:
-                n_w, t_w = (x.numpy() for x in mistake(p, q, d, u))
-            except Exception:  # noqa: BLE001 - a mistake that does not apply to this shape
-                continue
-            if np.array_equal(n_w, n) and np.array_equal(t_w, token) and not (
-                    np.array_equal(n_w, n_ref) and np.array_equal(t_w, t_ref)):
-                fail(f"batch_accept: {hint}")
-        b = wrong[0]
-        what = "accepted count" if n[b] != n_ref[b] else "emitted token"
-        fail(f"{label}: row {b}'s {what} differs from the acceptance rule (u[b, i] < p(d)/q(d) up to the first "
-             "rejection, then one token by the inverse CDF of the residual or the bonus row, with u[b, K]).",
-             generic=True)
+        wrong = _mistaken_rows((p, q, d, u), n, token, n_ref, t_ref)
+        if wrong and first_wrong is None:
+            b = wrong[0]
+            first_wrong = (label, b, "accepted count" if n[b] != n_ref[b] else "emitted token")
+    if first_wrong is None:
+        return
+    hint = batch_mistake(cases, outs)
+    if hint:
+        fail(f"batch_accept: {hint}")
+    label, b, what = first_wrong
+    fail(f"{label}: row {b}'s {what} differs from the acceptance rule (u[b, i] < p(d)/q(d) up to the first "
+         "rejection, then one token by the inverse CDF of the residual or the bonus row, with u[b, K]).",
+         generic=True)
 
 
 # ---------------------------------------------------------------- batched_generate
@@ -221,19 +275,244 @@ def _tokens(value, label: str) -> list[int]:
     return [int(t) for t in value]
 
 
-def _rows(out, B: int, label: str) -> list[list[int]]:
+def _rows(out, B: int, label: str, new: int = NEW) -> list[list[int]]:
     __tracebackhide__ = True
     if not isinstance(out, (list, tuple)) or len(out) != B:
         fail(f"{label} must return a list of one output per prompt ({B} here).")
     rows = [_tokens(o, label) for o in out]
-    if any(len(r) != NEW for r in rows):
-        fail(f"{label} must return exactly max_new_tokens = {NEW} new tokens per row, without the prompt.")
+    if any(len(r) != new for r in rows):
+        fail(f"{label} must return exactly max_new_tokens = {new} new tokens per row, without the prompt.")
     return rows
 
 
+# ---- what each model was fed (text_pair, greedy): every row's caches judged position by position
+
+# text_pair's greedy text is 0, 1, 2, ... (mod TEXT_TOKENS); row b's prompt is the text from FEED_ROWS[b][0], of
+# FEED_ROWS[b][1] tokens, so the rows start at different lengths and accept different numbers of drafts.
+FEED_ROWS = [(0, 6), (3, 2), (10, 9), (17, 4), (22, 3), (33, 12), (5, 5), (26, 7)]
+FEED_KS = (2, 4)
+HINT_DRAFT_SHORT = ("the draft's cache lacks a row's committed token when the next round starts (rows that accepted "
+                    "every draft, say): it was rolled back one position too far; roll row b back to lengths[b] + "
+                    "accepted[b] - 1, all but its last two tokens.")
+HINT_DRAFT_LONG = ("the draft's cache keeps one position too many when the next round starts (rows that rejected a "
+                   "draft, say), so the two tokens fed land one place late and a committed token is fed twice; roll "
+                   "row b back to lengths[b] + accepted[b] - 1, all but its last two tokens.")
+HINT_TARGET_SHORT = ("the target's cache lacks a row's last accepted token when the next round starts: it was rolled "
+                     "back one position too far; roll row b back to lengths[b] + accepted[b], all but its last token.")
+HINT_TARGET_LONG = ("the target's cache keeps one position too many when the next round starts (a rejected draft's "
+                    "entry, or a token fed twice); roll row b back to lengths[b] + accepted[b], all but its last "
+                    "token.")
+
+
+def _stale(role: str) -> str:
+    return (f"the {role}'s cache still holds a row's rejected drafts when the next round starts: roll each row "
+            "back after every round, by its own number of accepted drafts.")
+
+
+def _misplaced(role: str) -> str:
+    return (f"the {role}'s cache holds a row's token at the wrong position: after each round row b must hold "
+            "exactly its committed tokens (all but the last one for the target, all but the last two for the "
+            "draft), in order.")
+
+
+def _feeds(events, label: str) -> dict:
+    """(cache, row) -> [(before, fed), ...] in call order, from a recording model's extend_batch events."""
+    __tracebackhide__ = True
+    rows: dict = {}
+    try:
+        for ev in events:
+            if ev["op"] == "extend_batch":
+                for r, before, fed in zip(ev["rows"], ev["before"], ev["fed"]):
+                    rows.setdefault((int(ev["cache"]), int(r)), []).append(([int(x) for x in before],
+                                                                          [int(x) for x in fed]))
+    except (KeyError, TypeError, ValueError):
+        fail(f"{label}: the grader could not read what the models were fed (was a model or its cache replaced?).")
+    return rows
+
+
+def _target_problem(feeds, text) -> str | None:
+    for before, fed in feeds:
+        if len(before) + len(fed) + 1 >= len(text):  # past the text this check knows (a row run far ahead)
+            continue
+        wrong = [i for i, token in enumerate(before) if token != text[i]]
+        if wrong:
+            if before[wrong[0]] >= TEXT_TOKENS:
+                return HINT_TARGET_LONG if wrong == [len(before) - 1] else _stale("target")
+            return _misplaced("target")
+        if fed and fed[0] != text[len(before)]:
+            if fed[0] == text[len(before) + 1]:
+                return HINT_TARGET_SHORT
+            if before and fed[0] == text[len(before) - 1]:
+                return HINT_TARGET_LONG
+            return _misplaced("target")
+    return None
+
+
+def _draft_problem(feeds, text) -> str | None:
+    for before, fed in feeds:
+        if len(before) + len(fed) + 1 >= len(text):  # past the text this check knows (a row run far ahead)
+            continue
+        seq = before + fed
+        for i, token in enumerate(seq):
+            if token == text[i]:
+                continue
+            if token >= TEXT_TOKENS:  # a draft outside the text: rejected, or this round's own
+                if i < len(before) and any(t < TEXT_TOKENS for t in seq[i + 1:]):
+                    return _stale("draft")
+                break
+            if i == len(before) and token == text[i + 1]:
+                return HINT_DRAFT_SHORT
+            if i == len(before) and i > 0 and token == text[i - 1]:
+                return HINT_DRAFT_LONG
+            return _misplaced("draft")
+    return None
+
+
+def feeding_problem(fn) -> str | None:
+    """What went wrong in feeding the batch caches, from text_pair's records (None: nothing): greedy runs
+    of FEED_ROWS at K in FEED_KS, each row judged on its own text. A correct loop's target cache holds,
+    whenever it is fed, only its row's text, each token at its place, and is fed the next text token first;
+    the draft's holds the text and then, within a round, its own drafts (text_pair's draft guesses outside
+    the text after its first wrong guess), and a round starts by feeding the next text tokens."""
+    __tracebackhide__ = True
+    target, draft = text_pair(default_device())
+    prompts = [torch.tensor([(s + i) % TEXT_TOKENS for i in range(L)]) for s, L in FEED_ROWS]
+    for K in FEED_KS:
+        label = f"batched_generate ({len(prompts)} prompts, K = {K}, temperature 0, on a toy pair)"
+        out, = call_many(fn, [((target, draft, [p.clone() for p in prompts], K, NEW), {"temperature": 0.0})],
+                         name="batched_generate", events=True)
+        rows = _rows(out, len(prompts), label)
+        texts = [[(s + i) % TEXT_TOKENS for i in range(L + NEW * (K + 2) + 4)] for s, L in FEED_ROWS]
+        for model, judge in ((target, _target_problem), (draft, _draft_problem)):
+            if not isinstance(model.events, list):
+                fail(f"{label}: the grader could not read what the models were fed (was a model or its cache "
+                     "replaced?).")
+            for (cache, b), feeds in sorted(_feeds(model.events, label).items()):
+                if not 0 <= b < len(texts):
+                    continue
+                problem = judge(feeds, texts[b])
+                if problem:
+                    return problem
+        if any(row != text[L:L + NEW] for row, text, (s, L) in zip(rows, texts, FEED_ROWS)):
+            return None  # wrong tokens that the caches do not explain: the greedy check's hint says more
+    return None
+
+
+# ---- the law of the sampled output (toy_pair: bigram tables, exact laws)
+
+# Every row's prompt ends with token 3, where the mistakes below differ most from the target; rows of
+# different lengths. (temperature, close, K, rows) with close the toy_pair argument, 3 new tokens each, so
+# the first round's bonus token (K + 1) and later rounds are reached too. Sizes, from the exact laws of the
+# first token (total variation from the target's; scipy.stats.binom): at T = 0.5 on the close pair, q from
+# the raw logits (TV 0.075) passes the first token's test with 3,000 rows with probability below 4e-7, drafts
+# drawn from the raw logits (TV 0.14) and argmax drafts (TV 0.22) below 1e-15; at T = 1 (the other pair,
+# argmax drafts TV 0.34) and at T = 0.5, 1,000 rows already catch one row of uniforms shared by the batch
+# in 40 seeded trials out of 40 (the pairs test below).
+DIST_PROMPTS = [[3, 3], [0, 1, 3], [2, 0, 1, 3], [1, 3]]
+DIST_NEW = 3
+DIST_CASES = [(0.5, True, 2, 3_000), (1.0, False, 1, 2_000)]
+# Each case makes three exact tests, each Bonferroni-corrected over its cells at level 1e-7: the first
+# token's law (4 cells), the law of the three tokens (64 cells) and the joint law of the first tokens of
+# rows 2i and 2i+1 (16 cells; rows are independent, so it is the product of the first token's law with
+# itself). Two cases: a correct answer fails one with probability below 6 x 1e-7 (union bound).
+DIST_LEVEL = 1e-7
+HINT_SHARED_ROWS = ("the rows of the batch are not independent (they accept and reject together): draw every row its own uniforms, torch.rand(B, K + 1, ...), not one row "
+                    "of them shared by the batch, and its own drafts.")
+HINT_ARGMAX_DRAFTS = ("at temperature > 0 the drafts are the draft's argmax while q is its softmax: draw each draft "
+                      "from q (torch.multinomial(q_i, 1, generator=generator)), or the output is biased.")
+HINT_RAW_Q = ("the q passed to batch_accept comes from the draft's raw logits (temperature 1) while the drafts were "
+              "drawn at the temperature: use the same tempered q for both, probabilities(logits, temperature).")
+HINT_RAW_DRAFTS = ("the drafts are drawn from the draft's raw logits (temperature 1) while batch_accept is given q at "
+                   "the temperature: draw them from the same tempered q that you pass.")
+HINT_RAW_P = ("the tokens follow the target at temperature 1: apply the temperature to p (the target's rows) as well "
+              "as to q.")
+
+
+def _shared_u_laws(p1: np.ndarray, q1: np.ndarray) -> list[np.ndarray]:
+    """The first token's laws within one call when every row uses the same uniforms: given them, the rows
+    are independent, each keeping its draft d when u0 < p(d)/q(d) (the set of such d is fixed by u0) and
+    otherwise emitting the one residual token that the shared u picks. One law per (set, token)."""
+    ratio = p1 / q1
+    residual = np.maximum(p1 - q1, 0)
+    laws = []
+    for cut in sorted({0.0, *ratio[ratio < 1]}):
+        kept = ratio > cut
+        for token in np.flatnonzero(residual > 0):
+            laws.append(q1 * kept + (1 - q1[kept].sum()) * np.eye(len(p1))[token])
+    return laws
+
+
+def _law3(p: np.ndarray, start: int) -> np.ndarray:
+    """P(x1, x2, x3) of a bigram chain after token `start`, flattened (x1 * 16 + x2 * 4 + x3)."""
+    return (p[start][:, None, None] * p[:, :, None] * p[None, :, :]).reshape(-1)
+
+
+def _first_law(p1, q_sample, q_test) -> np.ndarray:
+    """The first token's law when drafts come from q_sample and batch_accept is given q_test."""
+    accept = q_sample * np.minimum(1.0, p1 / q_test)
+    residual = np.maximum(p1 - q_test, 0)
+    return accept + (1 - accept.sum()) * residual / residual.sum()
+
+
+def _distribution(fn) -> None:
+    __tracebackhide__ = True
+    device = default_device()
+    for T, close, K, R in DIST_CASES:
+        target, draft = toy_pair(device, close=close, cache=True)
+        label = f"batched_generate ({R} prompts, K = {K}, temperature {T:g}, on a toy pair)"
+        prompts = [torch.tensor(DIST_PROMPTS[b % len(DIST_PROMPTS)]) for b in range(R)]
+        gen = torch.Generator(device=device).manual_seed(SEED)
+        out, = call_many(fn, [((target, draft, prompts, K, DIST_NEW), {"temperature": T, "generator": gen})],
+                         name="batched_generate")
+        rows = _rows(out, R, label, DIST_NEW)
+        if any(t < 0 or t > 3 for row in rows for t in row):
+            fail(f"{label} returned token ids outside the toy pair's vocabulary of 4.")
+        x = np.array(rows)
+        p_T = target.probs(T).numpy()
+        p1 = p_T[3]
+        tests = [counts_match_pmf(x[:, 0], np.arange(4), p1, DIST_LEVEL),
+                 counts_match_pmf(x[:, 0] * 16 + x[:, 1] * 4 + x[:, 2], np.arange(64), _law3(p_T, 3), DIST_LEVEL),
+                 counts_match_pmf(x[0::2, 0] * 4 + x[1::2, 0], np.arange(16), np.outer(p1, p1).reshape(-1),
+                                  DIST_LEVEL)]
+        if all(tests):
+            continue
+        if tests[0] and tests[1]:  # each row's law is right, but rows 2i and 2i+1 depend on each other
+            fail(f"{label}: {HINT_SHARED_ROWS}")
+        q_T, q_raw = draft.probs(T).numpy()[3], draft.probs(1.0).numpy()[3]
+        argmax = np.eye(4)[int(np.argmax(q_T))]
+        wrong = [(HINT_ARGMAX_DRAFTS, _first_law(p1, argmax, q_T))]
+        wrong += [(HINT_SHARED_ROWS, law) for law in _shared_u_laws(p1, q_T)]
+        if T != 1.0:
+            wrong += [(HINT_RAW_Q, _first_law(p1, q_T, q_raw)), (HINT_RAW_DRAFTS, _first_law(p1, q_raw, q_T)),
+                      (HINT_RAW_P, target.probs(1.0).numpy()[3])]
+        for hint, law in wrong:  # named only where the first token follows that mistake's exact law
+            if counts_match_pmf(x[:, 0], np.arange(4), law, 1e-3):
+                fail(f"{label}: {hint}")
+        fail(f"{label}: the emitted tokens do not follow the target's distribution at this temperature (drafts "
+             "drawn from q at the temperature, each row's own uniforms; batched_generate uses your batch_accept: "
+             "make it pass its check first).", generic=True)
+
+
+def _reproducible(fn, target, draft) -> None:
+    __tracebackhide__ = True
+    device = default_device()
+    prompts = [torch.tensor(DIST_PROMPTS[b % len(DIST_PROMPTS)]) for b in range(16)]
+    calls = [((target, draft, [p.clone() for p in prompts], 2, DIST_NEW),
+              {"temperature": 1.0, "generator": torch.Generator(device=device).manual_seed(seed)})
+             for seed in (11, 11, 12)]
+    runs = [_rows(o, 16, "batched_generate (16 prompts, K = 2, temperature 1, on a toy pair)", DIST_NEW)
+            for o in call_many(fn, calls, name="batched_generate")]
+    if runs[0] != runs[1]:
+        fail("batched_generate at temperature 1 gave two different outputs for the same seeded generator: draw "
+             "every random number (the drafts and the uniforms) from `generator`.")
+    if runs[0] == runs[2]:
+        fail("batched_generate at temperature 1 ignores its generator: two different seeds gave the same output.")
+
+
 def check_batched_generate(batched_generate) -> None:
-    """Greedy batches of 1-16 prompts on the shipped pair against each prompt decoded alone; sampled
-    runs reproducible from their generator."""
+    """Greedy batches of 1-16 prompts on the shipped pair against each prompt decoded alone; what each
+    model's batch cache was fed, row by row (text_pair); sampled runs reproducible from their generator;
+    the law of the sampled tokens at temperatures 0.5 and 1 (toy_pair)."""
     __tracebackhide__ = True
     device = default_device()
     target, draft = load("target", device), load("draft", device)
@@ -257,22 +536,19 @@ def check_batched_generate(batched_generate) -> None:
                     if all(_rows(o, 1, label)[0] == alone[tuple(pr.tolist())] for o, pr in zip(singles, prompts)):
                         fail(f"batched_generate: each prompt decoded alone is right, but rows go wrong in a batch: "
                              f"{HINT_ROLLBACK_MIN}")
+                problem = feeding_problem(batched_generate)
+                if problem:
+                    fail(f"batched_generate: {problem}")
                 fail(f"{label}: row {b} differs from its prompt decoded alone (plain greedy decoding); "
                      "check each row's cache lengths after the rollback (target: all committed tokens but the "
                      "last; draft: all but the last two) and that each row keeps only its own accepted drafts "
                      "(batched_generate uses your batch_accept: make it pass its check first).",
                      generic=True)
-    sampled = []
-    for seed in (11, 11, 12):
-        gen = torch.Generator(device=device).manual_seed(seed)
-        sampled.append(((target, draft, _prompts(4, 5), 3, NEW), {"temperature": 1.0, "generator": gen}))
-    runs = [_rows(o, 4, "batched_generate (4 prompts, K = 3, temperature 1)")
-            for o in call_many(batched_generate, sampled, name="batched_generate")]
-    if runs[0] != runs[1]:
-        fail("batched_generate at temperature 1 gave two different outputs for the same seeded generator: draw "
-             "every random number (the drafts and the uniforms) from `generator`.")
-    if runs[0] == runs[2] and len({tuple(r) for r in runs[0]}) > 1:
-        fail("batched_generate at temperature 1 ignores its generator: two different seeds gave the same output.")
+    problem = feeding_problem(batched_generate)
+    if problem:
+        fail(f"batched_generate: {problem}")
+    _reproducible(batched_generate, *toy_pair(device, cache=True))
+    _distribution(batched_generate)
 
 
 # ---------------------------------------------------------------- goodput and best_K

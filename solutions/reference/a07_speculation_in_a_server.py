@@ -53,7 +53,7 @@ def batched_generate(target, draft, prompts, K, max_new_tokens, temperature=0.0,
     LongTensors of max_new_tokens new tokens each."""
     device = target.device
     B = len(prompts)
-    seqs = [[int(t) for t in prompt] for prompt in prompts]
+    seqs = [prompt.tolist() for prompt in prompts]
     starts = [len(s) for s in seqs]
     t_cache, d_cache = target.new_batch_cache(B), draft.new_batch_cache(B)
     with torch.no_grad():
@@ -79,8 +79,9 @@ def batched_generate(target, draft, prompts, K, max_new_tokens, temperature=0.0,
             t_cache.rollback(lengths + n)  # each row: all but its new last token
             if K:  # (with K = 0 the draft is never asked)
                 d_cache.rollback(lengths + n - 1)  # each row: all but its new last two tokens
-            for b in range(B):
-                seqs[b] += d[b, :n[b]].tolist() + [int(token[b])]
+            # the round's one read of the host: every row's count, token and drafts in one transfer
+            for s, (n_b, token_b, *drafts_b) in zip(seqs, torch.cat([n[:, None], token[:, None], d], 1).tolist()):
+                s += drafts_b[:n_b] + [token_b]
     return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
 
 
