@@ -30,9 +30,14 @@ batched_generate, four checks in one cell:
   the one residual token those uniforms pick), and the pairs test catches rows that depend on each other.
 In all, a correct batched_generate fails with probability below 6e-7 + 7e-12.
 
-goodput and best_K are formulas of callables: the checkers pass `specdec.serving.PassTime`
-objects (flat, compute-bound, roofline-shaped and affine passes), which cross to the learner's
-kernel as descriptions.
+goodput and best_K are formulas of callables: the checkers pass `specdec.serving.PassTime` objects,
+pass times t(batch, tokens, context) that cross to the learner's kernel as descriptions: flat,
+compute-bound, notebook 05's roofline with both models' caches, affine, step-shaped (tiles of 64
+positions) and measured (interpolated) ones, at contexts 0-4096. goodput is compared within 1e-9
+relative with the reference and with the one other reading the docstring allows (the draft's i-th pass
+at context + i). best_K is graded by its value: the smallest K of the highest goodput; where two K
+agree only to rounding (1e-9) either is accepted, and ties that are exact by construction must give
+the smallest. Deterministic, no statistical test.
 """
 from __future__ import annotations
 
