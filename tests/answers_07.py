@@ -337,45 +337,17 @@ def batched_generate_live_rows_min(target, draft, prompts, K, max_new_tokens, te
 
 def batched_generate_rollback_min(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
     """Rolls every row back to the batch's smallest acceptance."""
-    from specdec.engine import probabilities
-
-    device = target.device
-    B = len(prompts)
-    seqs = [[int(t) for t in prompt] for prompt in prompts]
-    starts = [len(s) for s in seqs]
-    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
-    with torch.no_grad():
-        for b, s in enumerate(seqs):
-            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
-            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
-        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
-            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
-            ds, qs, feed = [], [], last2
-            for _ in range(K):
-                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
-                di = qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator)[:, 0]
-                ds.append(di)
-                qs.append(qi)
-                feed = di[:, None]
-            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
-            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
-            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
-            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
-            lengths = torch.tensor([len(s) for s in seqs], device=device)
-            m = int(n.min())
-            tc.rollback(lengths + m)  # the batch's smallest acceptance for every row
-            if K:
-                dc.rollback(lengths + m - 1)
-            for b in range(B):
-                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
-    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator,
+                         target_back=lambda lengths, n: lengths + n.min(),
+                         draft_back=lambda lengths, n, K: lengths + n.min() - 1)
 
 
 def _batched_loop(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None, shared_u=False,
-                  argmax_drafts=False, raw_q=False, draft_back=None):
+                  argmax_drafts=False, raw_q=False, draft_back=None, target_back=None):
     """A learner's loop with one step done wrongly (switches): shared_u, one row of uniforms for the
     batch; argmax_drafts, the draft's argmax at every temperature; raw_q, q for batch_accept from the
-    raw logits; draft_back(lengths, n) -> the draft cache's new lengths (clamped to what it holds)."""
+    raw logits; draft_back(lengths, n, K) and target_back(lengths, n) -> the caches' new lengths
+    (clamped to what they hold)."""
     from specdec.engine import probabilities
 
     device = target.device
@@ -409,7 +381,7 @@ def _batched_loop(target, draft, prompts, K, max_new_tokens, temperature=0.0, ge
                 u = torch.rand(B, K + 1, generator=generator, device=device)
             n, tok = batch_accept(p, q, d, u)
             lengths = torch.tensor([len(s) for s in seqs], device=device)
-            tc.rollback(lengths + n)
+            tc.rollback(torch.minimum(lengths + n if target_back is None else target_back(lengths, n), tc.lengths))
             if K:
                 back = lengths + n - 1 if draft_back is None else draft_back(lengths, n, K)
                 dc.rollback(torch.minimum(back, dc.lengths))
@@ -447,37 +419,9 @@ def batched_generate_draft_one_long(target, draft, prompts, K, max_new_tokens, t
 
 
 def batched_generate_target_one_long(target, draft, prompts, K, max_new_tokens, temperature=0.0, generator=None):
-    """Both caches rolled back one position less than they should (clamped): rejected drafts' entries stay."""
-    from specdec.engine import probabilities
-
-    device = target.device
-    B = len(prompts)
-    seqs = [[int(t) for t in prompt] for prompt in prompts]
-    starts = [len(s) for s in seqs]
-    tc, dc = target.new_batch_cache(B), draft.new_batch_cache(B)
-    with torch.no_grad():
-        for b, s in enumerate(seqs):
-            target.extend_batch(torch.tensor([s[:-1]], dtype=torch.long, device=device), tc, rows=[b])
-            draft.extend_batch(torch.tensor([s[:-2]], dtype=torch.long, device=device), dc, rows=[b])
-        while min(len(s) - m for s, m in zip(seqs, starts)) < max_new_tokens:
-            last2 = torch.tensor([s[-2:] for s in seqs], device=device)
-            ds, qs, feed = [], [], last2
-            for _ in range(K):
-                qi = probabilities(draft.extend_batch(feed, dc)[:, -1], temperature)
-                ds.append(qi.argmax(-1) if temperature == 0 else torch.multinomial(qi, 1, generator=generator)[:, 0])
-                qs.append(qi)
-                feed = ds[-1][:, None]
-            d = torch.stack(ds, 1) if K else torch.zeros(B, 0, dtype=torch.long, device=device)
-            q = torch.stack(qs, 1) if K else torch.zeros(B, 0, target.config.vocab, device=device)
-            p = probabilities(target.extend_batch(torch.cat([last2[:, 1:], d], 1), tc), temperature)
-            n, tok = batch_accept(p, q, d, torch.rand(B, K + 1, generator=generator, device=device))
-            lengths = torch.tensor([len(s) for s in seqs], device=device)
-            tc.rollback(torch.minimum(lengths + n + 1, tc.lengths))
-            if K:
-                dc.rollback(lengths + n - 1)
-            for b in range(B):
-                seqs[b] += d[b, :n[b]].tolist() + [int(tok[b])]
-    return [torch.tensor(s[m:m + max_new_tokens]) for s, m in zip(seqs, starts)]
+    """The target's cache rolled back one position less than it should (clamped): a rejected draft's entry stays."""
+    return _batched_loop(target, draft, prompts, K, max_new_tokens, temperature, generator,
+                         target_back=lambda lengths, n: lengths + n + 1)
 
 
 def _tokens(alpha, K):
