@@ -104,6 +104,9 @@ def main(argv=None) -> int:
     grade.add_argument("--progress", type=Path, required=True)
     grade.add_argument("--no-feedback", dest="feedback", action="store_false")
     args, flags = ap.parse_known_args(argv)
+    # nbgrader creates a new gradebook by running `alembic` by name: put this interpreter's scripts on PATH,
+    # as for every child process, so that `.venv/bin/python -m coursekit.batch` works unactivated (no make)
+    os.environ["PATH"] = settings.child_env()["PATH"]
     app, api = _api(flags)
     if args.command == "generate":
         failed = 0

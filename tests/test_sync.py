@@ -41,3 +41,22 @@ def test_notebooks_are_stripped(path):
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             assert not cell.get("outputs") and cell.get("execution_count") is None, cell["source"][:3]
+
+
+def test_generate_works_run_by_the_environments_python_without_activating_it(tmp_path):
+    """`.venv/bin/python -m coursekit.batch generate` with the environment's scripts off PATH (no make, no
+    activation) and no gradebook yet: nbgrader's new gradebook runs `alembic` by name, which must be found."""
+    import os
+    import subprocess
+    import sys
+
+    from coursekit.nbg import scratch_root
+
+    scratch_root(tmp_path)
+    assert not (tmp_path / "gradebook.db").exists()
+    here = os.path.dirname(sys.executable)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != here)
+    proc = subprocess.run([sys.executable, "-m", "coursekit.batch", "generate", "01_acceptance_chain"], cwd=tmp_path,
+                          env={**os.environ, "PATH": path}, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "course" / "01_acceptance_chain").is_dir()
