@@ -67,13 +67,13 @@ sync: $(STAMP) strip ## regenerate everything derived from source/: solutions/re
 strip: $(STAMP) ## remove outputs from the source notebooks
 	$(BIN)/jupyter nbconvert --clear-output --inplace --log-level=WARN source/*/*.ipynb
 
-learner-env: ## for a cohort: learner-env/, what learners need to run the notebooks and no answers (README)
+learner-env: ## for a cohort: learner-env/, what learners need to run the notebooks and no answers (docs/instructors.md)
 	test -x learner-env/bin/python || $(PYTHON) -m venv learner-env
 	$(call PIP_INSTALL,learner-env/bin/python,-c requirements.txt ./learner)
 
 HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
 
-hub: $(STAMP) learner-env $(HUB_PROXY) ## a course server here: JupyterHub on 127.0.0.1:8000 (COURSE_HUB_PASSWORD=... required; README, "Run a cohort on JupyterHub")
+hub: $(STAMP) learner-env $(HUB_PROXY) ## a course server here: JupyterHub on 127.0.0.1:8000 (COURSE_HUB_PASSWORD=... required; docs/instructors.md, "A course server: JupyterHub")
 	$(BIN)/jupyterhub -f hub/jupyterhub_config.py
 
 hub-proxy: $(HUB_PROXY) ## JupyterHub's proxy, configurable-http-proxy from npm (pinned by hub/package-lock.json)

@@ -18,7 +18,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # CpuWatch) is interrupted and scored 0 with a hint that says so, and grading goes on. CPU time
 # hardly grows when other programs share the machine, while wall-clock time does: on the 2-core course
 # machine with one core kept busy, small calls of the shipped target with torch's default threads
-# took 3.5 times as long by the clock (README, "Threads on a busy machine", 2026-12-04), so a wall-clock limit would cut off a correct answer on a busy grading server
+# took 3.5 times as long by the clock (docs/benchmarks.md, "Threads on a busy machine", 2026-12-04), so a wall-clock limit would cut off a correct answer on a busy grading server
 # that passes on a quiet one. The slowest hidden test, 03's speculative_sample (36,600 seeded
 # calls), took 11 s for the reference on the 2-core course machine (2026-12-02); a minute leaves
 # room for slow but correct answers without letting an endless loop stall a cohort.

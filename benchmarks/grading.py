@@ -18,7 +18,7 @@ two-worker cluster. In one run, on one machine:
    process and its kernels: less moved by other load on the machine than wall-clock time).
 2. The cluster: --learners learners x every assignment (every fourth submission the unanswered
    release, rotating) graded on a `dask scheduler` and two `dask worker`s on 127.0.0.1
-   (coursekit.cluster, as the README starts them by hand): submissions per minute, and what
+   (coursekit.cluster, as docs/instructors.md starts them by hand): submissions per minute, and what
    the merge costs the main process per learner.
 
     python benchmarks/grading.py [--learners 4] [ASSIGNMENT ...]

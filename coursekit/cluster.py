@@ -1,4 +1,4 @@
-"""A Dask cluster on the loopback interface, started the way the README starts one by hand:
+"""A Dask cluster on the loopback interface, started the way docs/instructors.md starts one by hand:
 `dask scheduler` and `dask worker` processes, each in its own process group (tests/test_cluster.py
 and `make bench-grade` use it; `make grade` itself starts a local cluster with Dask's own
 SubprocessCluster, or joins one at --scheduler)."""

@@ -17,12 +17,12 @@ Cells tagged `measurement`, `demo` or `explorer` are not run while grading (grad
 `--jobs 1`: each learner in turn, in the course root itself, by `coursekit.nbg.grade_learner`
 (the function a cluster's task and `make check` run): one nbgrader process a learner for
 autograde and feedback, each submission under its own limit. (Stock serial `nbgrader autograde`,
-one process per submission, is what the README's stock commands do and make bench-grade's
+one process per submission, is what the stock commands of docs/instructors.md do and make bench-grade's
 "before".)
 
 Otherwise (the default, `--jobs` = CPU cores, or `--scheduler ADDRESS`): one task per learner on
 a Dask distributed cluster, a local one of N single-threaded worker processes or the running
-cluster at ADDRESS (README: "Grading on a cluster"). The course (configuration, source/ and a
+cluster at ADDRESS (docs/instructors.md: "Grading on a cluster"). The course (configuration, source/ and a
 gradebook that knows the assignments) travels to the workers once, as one task's result; each
 learner's task carries their submitted/ folder, unpacks both into a scratch course root of its
 own on the worker (COURSE_GRADING_SCRATCH or the temp folder, then coursekit-grading/<run>/
@@ -174,7 +174,7 @@ def _given(data):
 def _client(jobs: int, scheduler: str | None):
     """A Dask client: of the cluster at `scheduler`, or of a local one (closed by the caller): a
     scheduler and `jobs` single-threaded workers, each its own `dask spec` process, as they would
-    be started by hand on other machines (README), so nothing depends on how the caller's own
+    be started by hand on other machines (docs/instructors.md), so nothing depends on how the caller's own
     program was started (multiprocessing's spawn would re-import it)."""
     import logging
 
@@ -350,7 +350,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="learners graded at the same time, each in its own scratch root (default: CPU cores)")
     ap.add_argument("--scheduler", metavar="ADDRESS",
-                    help="grade on this running Dask cluster (tcp://HOST:8786, README) instead of a local one")
+                    help="grade on this running Dask cluster (tcp://HOST:8786, docs/instructors.md) instead of a local one")
     ap.add_argument("--run-measurements", action="store_true",
                     help="also run the cells grading leaves out (measurements, plots, the explorer): the "
                          "learner's figures in the feedback (nbgrader's JudgedExecute.run_measurements)")

@@ -282,7 +282,7 @@ def grade_learner(root: Path, student: str, work: list[str], timeout: float = 90
 def grade_submission(root: Path, assignment: str, student: str, timeout: float = 900,
                      env: dict | None = None) -> list[NotebookResult]:
     """Stock serial nbgrader, kept for what it shows: preflight, `nbgrader autograde ASSIGNMENT
-    --student STUDENT` (one process per submission, as the README's stock commands run it), read.
+    --student STUDENT` (one process per submission, as the stock commands of docs/instructors.md run it), read.
     make bench-grade's "before" and the tests that show stock nbgrader grades the course use it;
     the course itself grades with `grade_learner`."""
     import time

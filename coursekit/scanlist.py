@@ -7,10 +7,11 @@ cell), to two places that are never edited by hand:
 
 - course/scan_before_the_interview.md, which `make lab` copies into the learner's workspace
   (the learner's JupyterLab opens Markdown rendered, see coursekit/lab/overrides.json; the titles link to the notebooks);
-- README.md, between `<!-- scan:begin -->` and `<!-- scan:end -->`, for the repository's front page.
+- docs/learners.md, between `<!-- scan:begin -->` and `<!-- scan:end -->`, for learners reading the
+  repository (the README links there).
 
 Both are rendered from the same sections by one function (only the heading level and the link
-prefix differ; the README block adds one line saying where learners find the page).
+prefix differ; the block in docs/learners.md adds one line saying where learners find the page).
 Cells marked as nbgrader solution cells are skipped, so nothing graded can leak onto the page.
 
     python -m coursekit.scanlist          # regenerate (part of `make sync`)
@@ -29,7 +30,7 @@ from coursekit.paths import COURSE, REPO, assignments, source_notebooks
 from coursekit.reference import parse, write_or_check
 
 PAGE = COURSE / "scan_before_the_interview.md"
-README = REPO / "README.md"
+LEARNERS = REPO / "docs" / "learners.md"  # the learners' guide, which holds the block
 BEGIN, END = "<!-- scan:begin -->", "<!-- scan:end -->"
 SCAN_HEADING = re.compile(r"^##\s+[\w.]+\s*·\s*Scan before the interview\s*$", re.IGNORECASE)
 SECTION_END = re.compile(r"^#{1,2}\s")  # a `#` or `##` heading closes the section
@@ -92,14 +93,15 @@ def page_text(lists: list[ScanList]) -> str:
     return f"{GENERATED}\n# Scan before the interview\n\n" + render(lists, 2, "")
 
 
-def readme_text(readme: str, lists: list[ScanList]) -> str:
-    """`readme` with the block between the markers replaced; ValueError if the markers are missing."""
-    start, end = readme.find(BEGIN), readme.find(END)
+def guide_text(guide: str, lists: list[ScanList]) -> str:
+    """`guide` (docs/learners.md) with the block between the markers replaced; ValueError if the
+    markers are missing. Its links climb out of docs/ to the released notebooks."""
+    start, end = guide.find(BEGIN), guide.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"README.md needs {BEGIN} and {END} (in that order) around the generated block")
-    block = (f"{BEGIN}\n{GENERATED}\n\n" + render(lists, 3, f"{COURSE.name}/") + f"\nLearners also find this page in "
+        raise ValueError(f"{LEARNERS.name} needs {BEGIN} and {END} (in that order) around the generated block")
+    block = (f"{BEGIN}\n{GENERATED}\n\n" + render(lists, 3, f"../{COURSE.name}/") + f"\nLearners also find this page in "
              f"their workspace as `{PAGE.name}`; double-click it in JupyterLab to read it rendered.\n\n")
-    return readme[:start] + block + readme[end:]
+    return guide[:start] + block + guide[end:]
 
 
 def problems(lists: list[ScanList]) -> list[str]:
@@ -108,13 +110,13 @@ def problems(lists: list[ScanList]) -> list[str]:
             for s in lists if not s.title or not s.text]
 
 
-def main(argv=None, page: Path = PAGE, readme: Path = README) -> int:
+def main(argv=None, page: Path = PAGE, guide: Path = LEARNERS) -> int:
     check = parse(argv, __doc__).check
     lists = scan_lists()
     if bad := problems(lists):
         print("cannot gather the scan lists:", *bad, sep="\n  ")
         return 1
-    return write_or_check({page: page_text(lists), readme: readme_text(readme.read_text(), lists)}, check)
+    return write_or_check({page: page_text(lists), guide: guide_text(guide.read_text(), lists)}, check)
 
 
 if __name__ == "__main__":

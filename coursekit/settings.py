@@ -10,7 +10,7 @@ interpreter's bin folder, where nbgrader finds `alembic` and `jupyter`) to the p
 tests/test_settings.py checks that no other file of the repository names a COURSE_ variable that
 is not declared here.
 
-    python -m coursekit.settings      prints the table (the README's "Settings" section)
+    python -m coursekit.settings      prints the table (docs/instructors.md, "Settings")
 """
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ BY_NAME = {s.name: s for s in ALL}
 def child_env(values: dict | None = None, base: dict | None = None) -> dict[str, str]:
     """The environment of a process a grading process starts: `base` (default this process's
     environment), then `values` ({Setting or variable name: value}; None removes it), and this
-    interpreter's bin folder first on PATH (nbgrader runs `alembic`; the README's commands, `jupyter`)."""
+    interpreter's bin folder first on PATH (nbgrader runs `alembic`; the instructors' guide's commands, `jupyter`)."""
     env = dict(os.environ if base is None else base)
     for key, value in (values or {}).items():
         name = str(key)

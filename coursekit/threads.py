@@ -4,7 +4,7 @@ torch (and numpy's BLAS) start one thread per core and, by default, let a thread
 work spin on its core for a while (OpenMP's active wait). On a machine where something else
 holds a core, or where several of the course's processes run at once, the threads then wait for
 each other and a call can slow down several times (small calls 3.5x on the 2-core course machine
-with one core busy, 2026-12-04: `make bench-threads`; README, "Threads on a busy machine"). So every process the course starts for grading or testing:
+with one core busy, 2026-12-04: `make bench-threads`; docs/benchmarks.md, "Threads on a busy machine"). So every process the course starts for grading or testing:
 
 - shares the cores it may run on (its CPU affinity, not the machine's count) among the processes
   that run at once, at least one thread each (`share`);

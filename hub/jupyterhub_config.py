@@ -1,5 +1,5 @@
 """A course server on one machine: JupyterHub, nbgrader's exchange, and each learner's server running
-in learner-env/, the environment without the answers. `make hub` starts it (README, "Run a cohort on
+in learner-env/, the environment without the answers. `make hub` starts it (docs/instructors.md, "A course server:
 JupyterHub"); tests/test_hub.py runs a cohort through it.
 
 What it is for: trying the cohort workflow, a workshop, a class that trusts itself. Everything runs as

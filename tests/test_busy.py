@@ -11,7 +11,7 @@ The cell limit is lowered to 15 s of CPU time (the course's is 60 s) so that the
 matters: its `simulate_tokens` copies its list and sums it on every round (quadratic), about 5 s
 of CPU for the hidden checks' 123,000 rounds on the 2-core course machine, so it passes within
 15 s of CPU time however long it waits for the core. Under a wall-clock limit of 8 s instead,
-the same answer passed on the quiet machine and was cut off on the busy one (run by hand on 2026-12-04, README "A cell's time limit";
+the same answer passed on the quiet machine and was cut off on the busy one (run by hand on 2026-12-04, docs/instructors.md, "Limits";
 not asserted: nothing here depends on timing). The wall-clock backstop is 120 s.
 
 Nothing is random: the checkers are seeded, so there is no false-failure probability beyond a

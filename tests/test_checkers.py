@@ -300,15 +300,15 @@ def test_reference_matches_published_table():
     assert np.isclose(ref01.accepted_pmf(0.8, 4).sum(), 1.0)
 
 
-def test_the_readme_sample_is_what_the_course_prints():
-    """README's `make check` sample: the exponent K in expected_tokens scores 0/5 with one hint, the checker's."""
+def test_the_learners_guide_sample_is_what_the_course_prints():
+    """docs/learners.md's `make check` sample: the exponent K in expected_tokens scores 0/5 with one hint, the checker's."""
     import re
 
     from coursekit.paths import REPO
     from tests.answers_01 import expected_exponent_K_guarded as expected_exponent_K
 
-    readme = (REPO / "README.md").read_text()
-    sample = readme[readme.index("01_acceptance_chain: grading ..."):readme.index("TOTAL 13/27")]
+    guide = (REPO / "docs" / "learners.md").read_text()
+    sample = guide[guide.index("01_acceptance_chain: grading ..."):guide.index("TOTAL 13/27")]
     assert re.search(r"\n\s+expected_tokens\s+0/5\n", sample), sample
     hints = _hints_shown("01", "expected_tokens", expected_exponent_K)
     assert len(hints) == 1 and f"- {hints[0]}" in sample

@@ -1,5 +1,5 @@
 """`make grade --scheduler ADDRESS` on a real Dask cluster (issue 17): a scheduler and two worker
-processes on the loopback interface, started as the README starts them by hand (`dask scheduler`,
+processes on the loopback interface, started as docs/instructors.md starts them by hand (`dask scheduler`,
 `dask worker`), each its own process group.
 
 1. A small cohort of 01 (right, wrong, blank) graded on the cluster gets the same scores, flags,

@@ -13,7 +13,7 @@ Everything here runs as one unix user, so the learners' names cannot come from t
 on a shared server: nbgrader uses the account's name, and JUPYTERHUB_USER only when that name is
 `jovyan` (nbgrader.utils.get_username). Each learner's ~/.jupyter/nbgrader_config.py therefore sets
 c.CourseDirectory.student_id from JUPYTERHUB_USER, the variable JupyterHub sets for a learner's
-server (README, "Run a cohort"). For the same reason collect warns that each submission "is owned
+server (docs/instructors.md, "Release, collect and grade"). For the same reason collect warns that each submission "is owned
 by root; cheating attempt?" (CollectApp.check_owner compares the name with the folder's owner).
 About 2 minutes on the 2-core course machine, most of it nbgrader's start-up (~5 s a command).
 """

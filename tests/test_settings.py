@@ -64,7 +64,7 @@ def test_settings_parse_and_pass_to_children(tmp_path):
     assert settings.SANDBOX_REQUIRE.get({settings.SANDBOX_REQUIRE.name: "bubblewrap, landlock"}) == ["bubblewrap", "landlock"]
 
 
-def test_the_readme_shows_the_settings_table():
-    readme = (REPO / "README.md").read_text()
-    block = readme.split("<!-- settings:begin -->\n", 1)[1].split("\n<!-- settings:end -->", 1)[0]
-    assert block == settings.table(), "run `python -m coursekit.settings` and paste the table into README.md"
+def test_the_instructors_guide_shows_the_settings_table():
+    guide = (REPO / "docs" / "instructors.md").read_text()
+    block = guide.split("<!-- settings:begin -->\n", 1)[1].split("\n<!-- settings:end -->", 1)[0]
+    assert block == settings.table(), "run `python -m coursekit.settings` and paste the table into docs/instructors.md"
