@@ -250,23 +250,33 @@ def batch_pass_times(target, draft, batches=(1, 4, 16), positions=range(1, 10), 
 
 
 def measured_pass_time(times: dict, name: str = "target") -> PassTime:
-    """A `PassTime` read off `batch_pass_times`: the time at the first context, as a function of the
-    positions scored in all (batch x new positions per row), interpolated between the measured
-    points and extended by the last slope (the roofline's picture of a pass, notebook 05), plus a
-    cost per scored position and cached position (`per_pair`) fitted from the other contexts: the
-    median over the shapes timed at both of (t(L) - t(L0)) / (n (L - L0)), at least 0. The table is
-    shifted to context 0 so that t(batch, tokens, context) = table(n) + per_pair n context."""
+    """A `PassTime` read off `batch_pass_times`, in the roofline's shape (notebook 05):
+    t(batch, tokens, context) = table(n) + max(per_cached * batch * context, per_pair * n * context).
+    table(n): the time at the first context L0 as a function of the positions scored in all (batch x
+    new positions per row), interpolated between the measured points and extended by the last slope.
+    The context's cost is fitted from the other contexts: `per_cached`, a cost per row and cached
+    position whatever the row scores (reading the cache), from the one-position passes; `per_pair`, a
+    cost per scored and cached position pair (attention's arithmetic), from the widest passes; each the
+    median over the batches of (t(L) - t(L0)) / (L - L0) over batch (or n), at least 0. On a CPU the
+    first dominates while rows score few positions. The table is shifted to context 0."""
     mine = {(B, T, L): s for (m, B, T, L), s in times.items() if m == name}
     L0 = min(L for _, _, L in mine)
-    slopes = [(s - mine[(B, T, L0)]) / (B * T * (L - L0)) for (B, T, L), s in mine.items()
-              if L != L0 and (B, T, L0) in mine]
-    per_pair = max(float(np.median(slopes)), 0.0) if slopes else 0.0
-    pts = sorted((B * T, s - per_pair * B * T * L0) for (B, T, L), s in mine.items() if L == L0)
+    grown = [(B, T, (s - mine[(B, T, L0)]) / (L - L0)) for (B, T, L), s in mine.items()
+             if L != L0 and (B, T, L0) in mine]
+    T_max = max((T for _, T, _ in grown), default=1)
+    per_cached = max(float(np.median([g / B for B, T, g in grown if T == 1])), 0.0) if grown else 0.0
+    wide = [g / (B * T) for B, T, g in grown if T == T_max and T > 1]
+    per_pair = max(float(np.median(wide)), 0.0) if wide else 0.0
+
+    def context_cost(B, T, L):
+        return max(per_cached * B * L, per_pair * B * T * L)
+
+    pts = sorted((B * T, s - context_cost(B, T, L0)) for (B, T, L), s in mine.items() if L == L0)
     n = np.array([p[0] for p in pts], dtype=float)
     s = np.maximum.accumulate(np.array([p[1] for p in pts], dtype=float))  # a pass never gets cheaper with more work
     n, keep = np.unique(n, return_index=True)
     s = np.maximum.accumulate(s[keep])
-    return PassTime(per_pair=per_pair, knots=" ".join(f"{a:g}:{b:.6g}" for a, b in zip(n, s)))
+    return PassTime(per_cached=per_cached, per_pair=per_pair, knots=" ".join(f"{a:g}:{b:.6g}" for a, b in zip(n, s)))
 
 
 def batch_round_overhead(batched_generate, target, draft, prompts, K: int, new_tokens: int, repeats: int = 2) -> dict:

@@ -158,17 +158,18 @@ def test_turning_speculation_back_on_pays_the_drafts_catch_up():
 
 
 def test_measured_pass_time_fits_the_cost_of_the_context():
-    """Times made from a known table plus a known per-pair cost are read back."""
+    """Times made from a known table plus known costs of the context (reading every row's cache; attention's
+    arithmetic per scored position) are read back, in the roofline's shape."""
     from specdec.serving import measured_pass_time
 
     def true(B, T, L):
-        return 0.001 + 1e-5 * B * T + 2e-8 * B * T * L
+        return 0.001 + 1e-5 * B * T + max(3e-7 * B * L, 2e-8 * B * T * L)
 
-    times = {("target", B, T, 8): true(B, T, 8) for B in (1, 4, 16) for T in (1, 3, 9)}
-    times.update({("target", B, T, 160): true(B, T, 160) for B in (1, 4, 16) for T in (1, 9)})
+    times = {("target", B, T, 8): true(B, T, 8) for B in (1, 4, 16) for T in (1, 3, 9, 27)}
+    times.update({("target", B, T, 160): true(B, T, 160) for B in (1, 4, 16) for T in (1, 27)})
     fitted = measured_pass_time(times, "target")
-    assert fitted.per_pair == pytest.approx(2e-8, rel=1e-6)
-    for B, T, L in [(1, 1, 0), (4, 3, 50), (16, 9, 200), (16, 3, 100)]:
+    assert fitted.per_cached == pytest.approx(3e-7, rel=1e-6) and fitted.per_pair == pytest.approx(2e-8, rel=1e-6)
+    for B, T, L in [(1, 1, 0), (4, 3, 50), (16, 9, 200), (16, 27, 100), (2, 5, 120)]:
         assert fitted(B, T, L) == pytest.approx(true(B, T, L), rel=1e-6)
 
 
