@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, SEED, call_many, close, counts_match_pmf, diagnose, fail, require_scalar,
+    HINT_EXPONENT_K, SEED, call_many, close, counts_match_pmf, diagnose, fail, require_scalar, tokens_per_round,
 )
 from solutions.reference import a07_speculation_in_a_server as ref
 from specdec.engine import plain
@@ -421,8 +421,9 @@ DIST_CASES = [(0.5, True, 2, 3_000), (1.0, False, 1, 2_000)]
 # rows 2i and 2i+1 (16 cells; rows are independent, so it is the product of the first token's law with
 # itself). Two cases: a correct answer fails one with probability below 6 x 1e-7 (union bound).
 DIST_LEVEL = 1e-7
-HINT_SHARED_ROWS = ("the rows of the batch are not independent (they accept and reject together): draw every row its own uniforms, torch.rand(B, K + 1, ...), not one row "
-                    "of them shared by the batch, and its own drafts.")
+HINT_SHARED_ROWS = ("the rows of the batch are not independent (they accept and reject together): draw every row its "
+                    "own uniforms, torch.rand(B, K + 1, ...), not one row of them shared by the batch, and its own "
+                    "drafts.")
 HINT_ARGMAX_DRAFTS = ("at temperature > 0 the drafts are the draft's argmax while q is its softmax: draw each draft "
                       "from q (torch.multinomial(q_i, 1, generator=generator)), or the output is biased.")
 HINT_RAW_Q = ("the q passed to batch_accept comes from the draft's raw logits (temperature 1) while the drafts were "
@@ -574,7 +575,8 @@ HINT_ROWS_TOKENS_SWAPPED = ("the pass-time arguments are (batch, tokens per row,
 HINT_DRAFT_PER_ROW = ("each of the K draft passes serves the whole batch: K * draft_time(B, 1, context), not one pass "
                       "per row or per token.")
 HINT_NO_CONTEXT = ("the passes ignore the context: every row's cache is read in every pass, so call both "
-                   "target_time and draft_time with `context` (the cache reads are what speculation divides).")
+                   "target_time and draft_time with `context` (speculation reads the target's cache once per round "
+                   "instead of once per token).")
 HINT_DRAFT_NO_CONTEXT = ("the draft reads its own cache too: each of its K passes is draft_time(B, 1, context), "
                          "not a pass at context 0.")
 HINT_TARGET_NO_CONTEXT = "the target's pass reads every row's cache: target_time(B, K + 1, context), not context 0."
@@ -589,32 +591,23 @@ HINT_BEST_NO_OVERHEAD = "best_K must pass `overhead` on to goodput: the round's 
 HINT_BEST_NO_CONTEXT = "best_K must pass `context` on to goodput: the best K grows with the context at large batch."
 
 
-def _tokens_per_round(alpha, K):
-    return K + 1.0 if alpha == 1 else (1 - alpha ** (K + 1)) / (1 - alpha)
+def _goodput_growing_draft_context(alpha, K, B, tt, dt, o=0.0, L=0):
+    """A correct goodput that reads the draft's cache at context + i in its i-th pass (the round's own
+    drafts counted), which the checker accepts as well."""
+    step = tt(B, K + 1, L) + (sum(dt(B, 1, L + i) for i in range(K)) + o if K else 0.0)
+    return B * float(tokens_per_round(alpha, K)) / step
 
 
-def _goodput_variant(draft_context="same"):
-    """A correct goodput; `draft_context="growing"` reads the draft's cache at context + i in its i-th pass
-    (the round's own drafts counted), which the checker accepts as well."""
-    def correct(alpha, K, B, tt, dt, o=0.0, L=0):
-        step = tt(B, K + 1, L)
-        if K:
-            drafts = sum(dt(B, 1, L + i) for i in range(K)) if draft_context == "growing" else K * dt(B, 1, L)
-            step += drafts + o
-        return B * _tokens_per_round(alpha, K) / step
-    return correct
-
-
-ACCEPTED = [_goodput_variant("growing")]
+ACCEPTED = [_goodput_growing_draft_context]
 
 
 def _wrong_goodput(kind):
     def wrong(alpha, K, B, tt, dt, o=0.0, L=0):
-        tokens = _tokens_per_round(alpha, K)
+        tokens = float(tokens_per_round(alpha, K))
         Lt = 0 if kind in ("no_context", "target_no_context") else L
         Ld = 0 if kind in ("no_context", "draft_no_context") else L
         draft, verify, rows = K * dt(B, 1, Ld), tt(B, K + 1, Lt), B
-        o = o if K else 0.0
+        o = o if K or kind == "overhead_at_plain" else 0.0  # plain decoding pays no round overhead
         if kind == "per_sequence":
             rows = 1
         elif kind == "overhead_per_token":
@@ -635,14 +628,8 @@ def _wrong_goodput(kind):
     return wrong
 
 
-def _overhead_at_plain(alpha, K, B, tt, dt, o=0.0, L=0):
-    """The formula that charges the round's overhead to plain decoding too."""
-    step = tt(B, K + 1, L) + K * dt(B, 1, L) + o
-    return B * _tokens_per_round(alpha, K) / step
-
-
 GOODPUT_MISTAKES = [
-    (HINT_OVERHEAD_AT_PLAIN, _overhead_at_plain),
+    (HINT_OVERHEAD_AT_PLAIN, _wrong_goodput("overhead_at_plain")),
     (HINT_PER_SEQUENCE, _wrong_goodput("per_sequence")),
     (HINT_OVERHEAD_PER_TOKEN, _wrong_goodput("overhead_per_token")),
     (HINT_OVERHEAD_PER_TOKEN, _wrong_goodput("overhead_per_emitted")),
@@ -666,8 +653,10 @@ TIMES = {  # name -> (target, draft): pass times of (batch, tokens per row, cont
     "affine": (PassTime(fixed=0.003, per_position=2e-5, per_cached=1e-8), PassTime(fixed=0.001, per_position=1e-6)),
     # tiles of 64 positions (t = 0.01 ceil(n / 64)) and a draft as cheap as a tenth of a tile
     "step-shaped": (PassTime(per_position=0.01 / 64, tile=64), PassTime(floor=0.001, per_cached=1e-9)),
-    # a small model timed on a CPU: interpolated between measured points, attention growing with the context
-    "measured": (PassTime(knots="1:0.0012 4:0.0013 16:0.0019 64:0.0052 320:0.024 576:0.043", per_pair=2e-9),
+    # a small model timed on a CPU (specdec.serving.measured_pass_time's shape): interpolated between measured
+    # points, plus the context's cost, per row for reading the cache and per scored position for attention
+    "measured": (PassTime(knots="1:0.0012 4:0.0013 16:0.0019 64:0.0052 320:0.024 576:0.043", per_cached=2e-6,
+                          per_pair=2e-7),
                  PassTime(knots="1:0.0004 4:0.00042 16:0.0005 64:0.0011", per_pair=5e-10)),
 }
 ALPHAS = (0.0, 0.3, 0.6, 0.8, 0.95, 1.0)
