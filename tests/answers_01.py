@@ -256,7 +256,7 @@ WRONG["expected_tokens_edges"] += [(expected_isclose_guard, "tolerance guard"),
 WRONG["simulate_tokens"].append((simulate_fixed_seed, "ignores its rng argument"))
 
 
-# Learners graded with stock nbgrader besides those derived from CORRECT and WRONG (tests/e2e.py):
+# Learners graded with stock nbgrader besides those derived from CORRECT and WRONG (tests/support/e2e.py):
 # the warnings must be dropped before they reach a graded cell's stderr, and a mistake in one
 # hidden test of an exercise costs that exercise's points only.
 END_TO_END = {

@@ -1,6 +1,6 @@
 """Learner answers for 02_cost_and_speedup: CORRECT ones written differently from the
 reference, and WRONG ones with a phrase their hint must contain. A function may call helpers
-of this module: tests/notebooks.py pastes them into the notebook cell along with it."""
+of this module: tests/support/notebooks.py pastes them into the notebook cell along with it."""
 import numpy as np
 
 # ---------------------------------------------------------------- correct

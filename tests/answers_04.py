@@ -1,6 +1,6 @@
 """Learner answers for 04_torch_verifier: CORRECT ones written differently from the reference,
 and WRONG ones with a phrase their hint must contain. A function may call helpers of this
-module: tests/notebooks.py pastes them into the notebook cell along with it. Module-level names
+module: tests/support/notebooks.py pastes them into the notebook cell along with it. Module-level names
 other than functions (DEVICE, model_device) are the notebook's own globals there."""
 import torch
 
@@ -616,7 +616,7 @@ WRONG = {
 
 
 
-# Learners graded with stock nbgrader besides those derived from CORRECT and WRONG (tests/e2e.py),
+# Learners graded with stock nbgrader besides those derived from CORRECT and WRONG (tests/support/e2e.py),
 # as issue 12 asks: every usual way of finding the device gets full marks in a notebook kernel
 # (next(model.parameters()) here, the notebook's DEVICE here and in "correct_last", and
 # model_device(...) in "correct_last"), proposals capped at the tokens still needed are right,

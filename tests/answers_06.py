@@ -1,6 +1,6 @@
 """Learner answers for 06_token_trees: CORRECT ones written differently from the reference, and
 WRONG ones with a phrase their hint must contain. A function may call helpers of this module:
-tests/notebooks.py pastes them into the notebook cell along with it (numpy and math are imported
+tests/support/notebooks.py pastes them into the notebook cell along with it (numpy and math are imported
 there; anything else is imported inside the function)."""
 import numpy as np
 

@@ -1,6 +1,6 @@
 """Learner answers for 07_speculation_in_a_server: CORRECT ones written differently from the
 reference, and WRONG ones with a phrase their hint must contain. A function may call helpers of
-this module: tests/notebooks.py pastes them into the notebook cell along with it."""
+this module: tests/support/notebooks.py pastes them into the notebook cell along with it."""
 import numpy as np
 import torch
 

@@ -1,6 +1,6 @@
 """One nbgrader run for every assignment, shared by the end-to-end tests (tests/test_grading.py):
 a scratch copy of the course root, each assignment generated with stock nbgrader, its class of
-fake learners (derived from tests/answers_NN.py by tests/e2e.py:derived_class) submitted,
+fake learners (derived from tests/answers_NN.py by tests/support/e2e.py:derived_class) submitted,
 autograded, feedback generated and grades exported."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ for _name, _value in _threads.env(_threads.share(int(os.environ.get("PYTEST_XDIS
 import pytest  # noqa: E402
 
 from coursekit.paths import assignments  # noqa: E402
-from tests.e2e import derived_class, grade_classes  # noqa: E402
+from tests.support.e2e import derived_class, grade_classes  # noqa: E402
 
 CLASSES = {a: derived_class(a) for a in assignments()}
 

@@ -29,8 +29,8 @@ import pytest
 
 from coursekit.grade import grade
 from coursekit.nbg import ScratchCourse
-from tests.e2e import derived_class
-from tests.notebooks import fill
+from tests.support.e2e import derived_class
+from tests.support.notebooks import fill
 
 pytestmark = pytest.mark.slow
 

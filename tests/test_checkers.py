@@ -15,8 +15,8 @@ from coursekit import registry
 from solutions.checks import a01, a03
 from solutions.checks._common import CheckFailure, agreed, fail, one_sentence
 from solutions.reference import a01_acceptance_chain as ref01
-from tests.catalogue import answers
-from tests.tiers import CHANNEL_SLOW, SLOW_CHECKERS
+from tests.support.catalogue import answers
+from tests.support.tiers import CHANNEL_SLOW, SLOW_CHECKERS
 
 COURSE = registry.by_number()
 
@@ -84,7 +84,7 @@ def test_known_mistakes_fail_with_their_hint(nb, key, answer, phrase):
 
 
 @pytest.mark.parametrize("nb, key, answer, phrase", [
-    # every notebook but those whose checks are heavy (tests/tiers.py): a new one is covered with no edit
+    # every notebook but those whose checks are heavy (tests/support/tiers.py): a new one is covered with no edit
     (nb, key, fn, phrase) for nb in COURSE if nb not in SLOW_CHECKERS | CHANNEL_SLOW
     for key, items in answers(COURSE[nb]).WRONG.items()
     for fn, phrase in items

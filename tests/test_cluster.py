@@ -28,7 +28,7 @@ from coursekit.grade import grade
 from coursekit.nbg import ScratchCourse
 from tests.test_exchange import HINT, answers
 from tests.test_exchange import grades_csv as exchange_grades_csv
-from tests.notebooks import fill
+from tests.support.notebooks import fill
 
 A = "01_acceptance_chain"
 FULL = 12.0  # 01's points

@@ -27,7 +27,7 @@ from coursekit import settings
 from coursekit.grade import grade, report
 from coursekit.nbg import ScratchCourse
 from coursekit.registry import read as read_assignment
-from tests.notebooks import with_reference_answers
+from tests.support.notebooks import with_reference_answers
 
 A = "01_acceptance_chain"
 FULL = read_assignment(A).max_score

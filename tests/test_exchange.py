@@ -35,10 +35,10 @@ from nbgrader.utils import parse_utc
 from coursekit import registry
 from coursekit.nbg import ScratchCourse
 from coursekit import paths
-from tests.e2e import STUB_HINT
-from tests.notebooks import fill
+from tests.support.e2e import STUB_HINT
+from tests.support.notebooks import fill
 from coursekit import settings
-from tests.catalogue import answers as catalogue_of
+from tests.support.catalogue import answers as catalogue_of
 
 A = "01_acceptance_chain"
 COURSE = "speculative-decoding"

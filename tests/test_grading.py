@@ -1,5 +1,5 @@
 """End to end with stock nbgrader (generate_assignment, autograde, generate_feedback, export) on
-every assignment's class derived from its answer catalogue (tests/e2e.py:derived_class): the
+every assignment's class derived from its answer catalogue (tests/support/e2e.py:derived_class): the
 reference gets full marks, the release gets 0 with stub hints without breaking the run, answers
 written differently get full marks, and each wrong answer loses its exercise's points (and no
 other exercise's) with its hint. Every catalogued answer is also checked in process by
@@ -11,7 +11,7 @@ import pytest
 
 from coursekit import registry
 from tests.conftest import CLASSES
-from tests.e2e import STUB_HINT, all_correct, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden
+from tests.support.e2e import STUB_HINT, all_correct, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden
 
 LEARNERS = [(a, s) for a, learners in CLASSES.items() for s in learners]
 FULL_MARKS = [(a, s) for a, s in LEARNERS if CLASSES[a][s] is None or all_correct(a, CLASSES[a][s])]
@@ -52,7 +52,7 @@ def test_wrong_learner_fails_every_hidden_test_with_a_hint(graded, assignment):
 
 def test_some_learner_has_one_mistake_only():
     """So that test_learner_is_graded_as_catalogued shows a mistake costs no unrelated points."""
-    from tests.e2e import outcomes
+    from tests.support.e2e import outcomes
     mixed = [(a, s) for a, s in LEARNERS if CLASSES[a][s]
              and 0 < sum(bool(v) for v in outcomes(a, CLASSES[a][s]).values()) < len(registry.read(a).exercises)]
     assert len({a for a, _ in mixed}) >= 2, mixed

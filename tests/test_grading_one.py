@@ -7,7 +7,7 @@ import pytest
 
 from coursekit import registry
 from coursekit.nbg import with_reference_answers
-from tests.e2e import STUB_HINT, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden, derived_class, grade_classes
+from tests.support.e2e import STUB_HINT, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden, derived_class, grade_classes
 from tests.test_sync import assert_release_is_committed
 
 A = "01_acceptance_chain"

@@ -37,9 +37,9 @@ import pytest
 import requests
 
 from coursekit import paths, registry, settings
-from tests import learner_env
-from tests.e2e import STUB_HINT
-from tests.notebooks import fill
+from tests.support import learner_env
+from tests.support.e2e import STUB_HINT
+from tests.support.notebooks import fill
 from tests.test_exchange import (A, COURSE, HINT, LEARNERS, answers, assert_cohort_scores, base_env, instructor_grade,
                                  instructor_release, page_score, score_of)
 

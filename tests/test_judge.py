@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from coursekit import registry
-from tests.catalogue import answers
-from tests.tiers import CHANNEL_ELSEWHERE, CHANNEL_SLOW
+from tests.support.catalogue import answers
+from tests.support.tiers import CHANNEL_ELSEWHERE, CHANNEL_SLOW
 from coursekit.judge import wire as remote
 from coursekit.judge.channel import Channel, RemoteFunction
 from coursekit.judge.execute import judge
@@ -135,7 +135,7 @@ def _cases(nb):
 
 
 # Every notebook of the course, derived from source/: a new one is covered with no edit here. Its
-# cases are in the slow tier when tests/tiers.py says its checkers are heavy (CHANNEL_SLOW: many
+# cases are in the slow tier when tests/support/tiers.py says its checkers are heavy (CHANNEL_SLOW: many
 # sampling calls); 04's run the shipped model (about 80 s of CPU an answer), so the tests below
 # cover what only 04 sends (torch generators, rebuilt toy models, their records) instead.
 @pytest.mark.parametrize("nb, check, fn", [

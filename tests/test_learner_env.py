@@ -5,7 +5,7 @@ first exercise.
 
 Nothing is downloaded: the third-party packages are this environment's own, linked one by one
 into the new one (this course's own installation left out), and the learner package is built
-from a copy of `learner/` with pip, offline, as `make learner-env` installs it (tests/learner_env.py).
+from a copy of `learner/` with pip, offline, as `make learner-env` installs it (tests/support/learner_env.py).
 """
 import json
 import shutil
@@ -18,7 +18,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from coursekit.paths import REPO, assignments
-from tests import learner_env
+from tests.support import learner_env
 
 ANSWERS = ("solutions", "solutions.reference", "solutions.checks", "coursekit")
 

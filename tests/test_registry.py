@@ -7,7 +7,7 @@ import pytest
 from coursekit import registry
 from coursekit.nbg import CellResult
 from coursekit.paths import assignments
-from tests.catalogue import answers
+from tests.support.catalogue import answers
 
 COURSE = registry.course()
 
@@ -74,7 +74,7 @@ def test_end_to_end_class_is_derived_from_the_catalogue(a):
     """The class tests/test_grading.py grades: every learner's answers are catalogued (outcomes()
     raises otherwise), END_TO_END names only exercises, and the class has a learner who gets full
     marks with answers unlike the reference and one who fails every exercise."""
-    from tests.e2e import derived_class, outcomes
+    from tests.support.e2e import derived_class, outcomes
     cls = derived_class(a.name)
     for learner in getattr(answers(a), "END_TO_END", {}).values():
         assert set(learner) <= set(a.exercises), set(learner) - set(a.exercises)

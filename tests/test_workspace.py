@@ -5,7 +5,7 @@ import pytest
 from coursekit import workspace
 from coursekit.check import check, grade_workspace, not_started, report, resolve
 from coursekit.paths import COURSE, SOURCE
-from tests.notebooks import with_reference_answers
+from tests.support.notebooks import with_reference_answers
 
 
 def make_course(root, text):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from coursekit import registry, threads
 from coursekit.nbg import ScratchCourse
-from tests.notebooks import fill
-from tests.catalogue import answers
+from tests.support.notebooks import fill
+from tests.support.catalogue import answers
 
 
 def derived_class(assignment: str) -> dict[str, dict | None]:
@@ -128,9 +128,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def _checker_code_lines():
     """Lines of the checkers' code (not their hint strings) that must never reach a learner."""
-    learner_lines = {ln.strip() for p in Path(__file__).parent.glob("answers_*.py") for ln in p.read_text().splitlines()}
+    learner_lines = {ln.strip() for p in Path(__file__).parents[1].glob("answers_*.py") for ln in p.read_text().splitlines()}
     out = set()
-    for path in (Path(__file__).parent.parent / "solutions" / "checks").glob("*.py"):
+    for path in (Path(__file__).parents[2] / "solutions" / "checks").glob("*.py"):
         for line in path.read_text().splitlines():
             s = line.strip()
             if len(s) > 25 and not s.startswith(("#", '"', "'", "f\"", "HINT", "(\"", "(f\"")) and s not in learner_lines \
