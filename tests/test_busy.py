@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 
 from coursekit.grade import grade
-from coursekit.nbg import ScratchCourse
 from tests.support.e2e import derived_class
 from tests.support.notebooks import fill
+from tests.support.shared import copy_course
 
 pytestmark = pytest.mark.slow
 
@@ -64,10 +64,10 @@ def _class() -> dict:
             "endless": {**derived["correct_first"], "simulate_tokens": simulate_endlessly}}
 
 
-def _graded(root, learners: dict) -> dict:
-    course = ScratchCourse(root)
+def _graded(released, root, learners: dict) -> dict:
+    course = copy_course(released, root)  # the session's generated course
     (root / "grader_config.py").write_text((root / "grader_config.py").read_text() + LIMITS)
-    release = course.generate(A) / f"{A}.ipynb"
+    release = root / "course" / A / f"{A}.ipynb"
     for student, answers in learners.items():
         source = root / "source" / A / f"{A}.ipynb"
         course.submit(student, A, source if answers is None else fill(release, answers, root / "tmp" / student / release.name))
@@ -76,16 +76,16 @@ def _graded(root, learners: dict) -> dict:
             for r in rows}
 
 
-def test_a_busy_core_changes_no_score_or_hint(tmp_path):
+def test_a_busy_core_changes_no_score_or_hint(tmp_path, released):
     learners = _class()
-    quiet = _graded(tmp_path / "quiet", learners)
+    quiet = _graded(released, tmp_path / "quiet", learners)
     core = min(os.sched_getaffinity(0))
     mine = os.sched_getaffinity(0)
     spinner = subprocess.Popen([sys.executable, "-c", SPIN], preexec_fn=lambda: os.sched_setaffinity(0, {core}))
     try:
         time.sleep(0.5)  # it holds its core before grading starts
         os.sched_setaffinity(0, {core})  # nbgrader, its kernels and the checks inherit the one busy core
-        busy = _graded(tmp_path / "busy", learners)
+        busy = _graded(released, tmp_path / "busy", learners)
     finally:
         os.sched_setaffinity(0, mine)
         spinner.kill()

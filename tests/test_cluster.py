@@ -26,18 +26,20 @@ from coursekit.cluster import LoopbackCluster
 from coursekit import settings
 from coursekit.grade import grade
 from coursekit.nbg import ScratchCourse
-from tests.test_exchange import HINT, answers
-from tests.test_exchange import grades_csv as exchange_grades_csv
+from tests.support.cohort import HINT, answers
+from tests.support.cohort import grades_csv as exchange_grades_csv
 from tests.support.notebooks import fill
+from tests.support.shared import copy_course
 
 A = "01_acceptance_chain"
 FULL = 12.0  # 01's points
 
 
-def cohort(root: Path, learners: dict[str, str]) -> ScratchCourse:
-    """A course root with submitted/<learner>/01 answered 'right', 'wrong' (one named mistake) or 'blank'."""
-    course = ScratchCourse(root)
-    release = course.generate(A) / f"{A}.ipynb"
+def cohort(released: Path, root: Path, learners: dict[str, str]) -> ScratchCourse:
+    """A course root (a copy of the session's `released`) with submitted/<learner>/01 answered
+    'right', 'wrong' (one named mistake) or 'blank'."""
+    course = copy_course(released, root)
+    release = root / "course" / A / f"{A}.ipynb"
     for student, how in learners.items():
         nb = release if how == "blank" else fill(release, answers(wrong=how == "wrong"), root / "tmp" / f"{student}.ipynb")
         course.submit(student, A, nb, f"{A}.ipynb")
@@ -45,11 +47,13 @@ def cohort(root: Path, learners: dict[str, str]) -> ScratchCourse:
     return course
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    scratch = tmp_path / "workers"  # where the workers unpack their tasks
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for the module: the cohort is graded on it, then one of its workers is killed."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    scratch = tmp / "workers"  # where the workers unpack their tasks
     scratch.mkdir()
-    with LoopbackCluster(tmp_path, workers=2, env={settings.GRADING_SCRATCH.name: str(scratch)}) as c:
+    with LoopbackCluster(tmp, workers=2, env={settings.GRADING_SCRATCH.name: str(scratch)}) as c:
         c.scratch = scratch
         yield c
 
@@ -91,10 +95,10 @@ def check_cohort(rows, learners: dict[str, str]) -> None:
             assert r.score == 0, (r.student, r.score)
 
 
-def test_a_cohort_graded_on_the_cluster_gets_the_serial_grades(cluster, tmp_path):
+def test_a_cohort_graded_on_the_cluster_gets_the_serial_grades(cluster, tmp_path, released):
     learners = {"ada": "right", "bo": "wrong", "cy": "blank"}
     serial_root, cluster_root = tmp_path / "serial", tmp_path / "cluster"
-    cohort(serial_root, learners)
+    cohort(released, serial_root, learners)
     shutil.copytree(serial_root, cluster_root)  # the same submissions, timestamps and gradebook
     serial = grade(serial_root, [A], jobs=1)
     on_cluster = grade(cluster_root, [A], scheduler=cluster.address)
@@ -123,10 +127,10 @@ def batch_child(worker: subprocess.Popen) -> int | None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="finds the worker's nbgrader process in /proc (Linux)")
-def test_a_worker_killed_while_grading_costs_no_learner_a_row_or_a_grade(cluster, tmp_path):
+def test_a_worker_killed_while_grading_costs_no_learner_a_row_or_a_grade(cluster, tmp_path, released):
     learners = {"ada": "right", "bo": "wrong", "cy": "blank", "dee": "right"}
     root = tmp_path / "course"
-    cohort(root, learners)
+    cohort(released, root, learners)
     result = {}
 
     def run():

@@ -15,20 +15,13 @@ import specdec
 from solutions.checks._common import counts_match_pmf
 from solutions.reference.a05_speculation_in_practice import ngram_propose
 from specdec.engine import DraftModel, Heads, PromptLookup, plain, speculate
-from specdec.heads import load_heads
-from specdec.model import encode, load
+from specdec.model import encode
 from specdec.toy import toy_pair
 
 PROMPTS = ["import os\n\n\ndef walk(", "class Stack:\n    def push(self, item):\n        ", "    return {",
            "import os\n\n\ndef walk(root):\n    ",
            "class Stack:\n    def push(self, item):\n        self.items.append(item)\n\n    def pop(self):\n        "]
 LEVEL = 1e-6  # each distribution test fails a correct engine with probability below this
-
-
-@pytest.fixture(scope="module")
-def models():
-    target = load("target", "cpu")
-    return target, load("draft", "cpu"), load_heads(target)
 
 
 @torch.no_grad()

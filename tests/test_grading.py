@@ -10,8 +10,7 @@ import json
 import pytest
 
 from coursekit import registry
-from tests.conftest import CLASSES
-from tests.support.e2e import STUB_HINT, all_correct, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden
+from tests.support.e2e import CLASSES, STUB_HINT, all_correct, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden
 
 LEARNERS = [(a, s) for a, learners in CLASSES.items() for s in learners]
 FULL_MARKS = [(a, s) for a, s in LEARNERS if CLASSES[a][s] is None or all_correct(a, CLASSES[a][s])]

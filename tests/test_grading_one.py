@@ -1,14 +1,14 @@
-"""The fast tier's end-to-end run: one small class of notebook 01 through stock nbgrader
-(generate_assignment, autograde, generate_feedback, export), checked as test_grading.py checks
-every assignment, and the release it generated is the committed course/01 (test_sync.py checks
-every assignment's in the slow tier). About 40 s of CPU; `make test` runs test_grading.py on all."""
+"""The fast tier's end-to-end run: notebook 01's class through stock nbgrader (generate_assignment,
+autograde, generate_feedback, export; the session's `graded_01`, which `make test` shares with
+test_grading.py), checked for the reference, the release and the learner who fails every hidden
+test, and nbgrader validate (the lab's Validate button) on the release and on the reference."""
 import nbformat
 import pytest
 
 from coursekit import registry
 from coursekit.nbg import with_reference_answers
-from tests.support.e2e import STUB_HINT, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden, derived_class, grade_classes
-from tests.test_sync import assert_release_is_committed
+from tests.support.e2e import (STUB_HINT, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden,
+                                assert_release_is_committed, derived_class)
 
 A = "01_acceptance_chain"
 # of 01's derived class: the reference, the release, and the learner who fails every hidden test
@@ -16,8 +16,8 @@ CLASS = {s: learner for s, learner in derived_class(A).items() if s in ("referen
 
 
 @pytest.fixture(scope="module")
-def one(tmp_path_factory):
-    return grade_classes(tmp_path_factory.mktemp("course-root-01"), {A: CLASS})[A]
+def one(graded_01):
+    return graded_01
 
 
 def test_class_of_01_is_graded_as_catalogued(one):
@@ -52,7 +52,7 @@ def test_validate_fails_a_blank_notebook_and_passes_the_reference(one):
 
 
 @pytest.mark.slow
-def test_make_grade_runs_the_left_out_cells_with_nbgraders_own_setting(tmp_path):
+def test_make_grade_runs_the_left_out_cells_with_nbgraders_own_setting(tmp_path, released):
     """`make grade ARGS=--run-measurements` (grade(..., run_measurements=True)) passes nbgrader's
     --JudgedExecute.run_measurements=True to the learner's nbgrader process: the cells grading
     otherwise leaves out run, and the grade is the same."""
@@ -60,14 +60,15 @@ def test_make_grade_runs_the_left_out_cells_with_nbgraders_own_setting(tmp_path)
 
     from coursekit.grade import grade
     from coursekit.judge.messages import SKIPPED
-    from coursekit.nbg import ScratchCourse, with_reference_answers
+    from coursekit.nbg import with_reference_answers
+    from tests.support.shared import copy_course
 
     A = "01_acceptance_chain"
     notes = {}
     for flag in (False, True):
         root = tmp_path / str(flag)
-        course = ScratchCourse(root)
-        release = course.generate(A) / f"{A}.ipynb"
+        course = copy_course(released, root)
+        release = root / "course" / A / f"{A}.ipynb"
         course.submit("ada", A, with_reference_answers(release, root / "source" / A / f"{A}.ipynb",
                                                        root / "tmp" / f"{A}.ipynb"), f"{A}.ipynb")
         rows = grade(root, [A], jobs=1, run_measurements=flag)

@@ -40,8 +40,8 @@ from coursekit import paths, registry, settings
 from tests.support import learner_env
 from tests.support.e2e import STUB_HINT
 from tests.support.notebooks import fill
-from tests.test_exchange import (A, COURSE, HINT, LEARNERS, answers, assert_cohort_scores, base_env, instructor_grade,
-                                 instructor_release, page_score, score_of)
+from tests.support.cohort import (A, COURSE, HINT, LEARNERS, answers, assert_cohort_scores, base_env, instructor_grade,
+                                  instructor_release, page_score, score_of)
 
 CONFIG = paths.REPO / "hub" / "jupyterhub_config.py"
 PROXY = settings.HUB_PROXY.get() or str(paths.REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")

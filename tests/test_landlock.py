@@ -12,7 +12,7 @@ import pytest
 
 from coursekit import settings
 from coursekit.judge import landlock, sandbox
-from tests.test_sandbox import course, run  # noqa: F401 - the course root fixture
+from tests.support.kernels import run
 
 REPO = Path(__file__).resolve().parent.parent
 

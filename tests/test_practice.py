@@ -8,7 +8,6 @@ import pytest
 from solutions.reference.a05_speculation_in_practice import ngram_propose
 from specdec import practice, timing  # noqa: F401
 from specdec.model import encode
-from tests.test_engine import models  # noqa: F401 - the shipped pair and heads, a pytest fixture
 from specdec.practice import (
     PromptLookup, cached_verify_costs, head_agreement, pass_costs, speculate, vllm_counters,
 )
@@ -70,7 +69,7 @@ def test_loop_costs_recover_the_round_cost_model_on_a_made_up_clock(models, monk
     """loop_costs takes the loops apart: with passes that cost a known time per position, a sampling
     step and an acceptance test that cost a known time each, and nothing else moving the clock,
     every term comes back exactly (in units of a one-position target pass)."""
-    from tests.test_timing import _Clock, _Costly
+    from tests.support.fakes import Clock as _Clock, Costly as _Costly
     import specdec.engine as engine
 
     clock = _Clock()

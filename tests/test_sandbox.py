@@ -2,45 +2,10 @@
 the way nbgrader starts it (nbclient with grader_config's kernel manager class)."""
 from pathlib import Path
 
-import nbformat
-import pytest
 from coursekit import settings
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from tests.support.kernels import run
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture()
-def course(tmp_path):
-    """A course root laid out as nbgrader's: the kernel runs in autograded/alice/01_x."""
-    (tmp_path / "gradebook.db").write_text("grades")
-    for folder in ("source/01_x", "submitted/bob/01_x", "autograded/bob/01_x", "autograded/alice/01_x"):
-        (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "source/01_x/01_x.ipynb").write_text("solutions")
-    (tmp_path / "autograded/bob/01_x/01_x.ipynb").write_text("bob's work")
-    return tmp_path
-
-
-def run(cells, workdir, timeout=60):
-    """Outputs per cell: 'ok: <text>' or '<ExceptionName>: <message>'; 'DEAD' if the kernel died."""
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    client = NotebookClient(nb, timeout=timeout, allow_errors=True,
-                            kernel_manager_class="coursekit.judge.sandbox.SandboxKernelManager",
-                            resources={"metadata": {"path": str(workdir)}})
-    try:
-        client.execute()
-    except DeadKernelError:
-        return ["DEAD"]
-    out = []
-    for cell in nb.cells:
-        errors = [o for o in cell.outputs if o.output_type == "error"]
-        if errors:
-            out.append(f"{errors[0].ename}: {errors[0].evalue}")
-        else:
-            out.append("ok: " + "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream"))
-    return out
 
 
 def test_grader_config_uses_the_sandbox():

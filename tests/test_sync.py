@@ -1,33 +1,23 @@
 """One source for everything: course/ and solutions/reference/ are regenerated from source/ and
 must match what is committed; notebooks are committed without outputs."""
-import filecmp
 import json
 
 import pytest
 
 from coursekit import reference
-from coursekit.nbg import ScratchCourse
 from coursekit.paths import COURSE, REPO, SOURCE, assignments
+from tests.support.e2e import assert_release_is_committed
 
 
 def test_reference_modules_match_source_notebooks():
     assert reference.main(["--check"]) == 0, "solutions/reference/ drifted from source/: run `make sync`"
 
 
-def assert_release_is_committed(fresh, assignment):
-    """`fresh` (a folder nbgrader generate_assignment just wrote) is what course/<assignment> holds."""
-    committed = COURSE / assignment
-    fresh_files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
-    committed_files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
-    assert fresh_files == committed_files, "course/ has different files: run `make release`"
-    for rel in fresh_files:
-        assert filecmp.cmp(fresh / rel, committed / rel, shallow=False), f"course/{assignment}/{rel} drifted: run `make release`"
-
-
-@pytest.mark.slow  # one nbgrader run per assignment; the fast tier checks 01's release in test_grading_one.py
 @pytest.mark.parametrize("assignment", assignments())
-def test_course_release_matches_nbgrader_output(assignment, tmp_path):
-    assert_release_is_committed(ScratchCourse(tmp_path).generate(assignment), assignment)
+def test_course_release_matches_nbgrader_output(assignment, released):
+    """What stock nbgrader generates from source/ (the session's `released` course root: every
+    assignment, one process, as `make release`) is what course/ holds."""
+    assert_release_is_committed(released / "course" / assignment, assignment)
 
 
 def test_every_assignment_is_released():

@@ -5,6 +5,7 @@ import pytest
 
 from specdec import timing
 from specdec.model import load
+from tests.support.fakes import Clock as _Clock, Costly as _Costly
 
 
 @pytest.fixture(scope="module")
@@ -106,34 +107,6 @@ def _toy_loop(target, draft, n=12, global_rng=False):
         probs = torch.softmax(target.extend(ids, tc)[0, -1].double().cpu(), -1)
         seq.append(int(torch.multinomial(probs, 1, generator=gen)))
     return torch.tensor(seq[1:])
-
-
-class _Clock:
-    """A made-up clock for `specdec.timing`: it moves only when told to, so every time is exact."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-class _Costly:
-    """A model whose call feeding k positions takes seconds(k) on the made-up clock."""
-
-    def __init__(self, model, clock, seconds):
-        self.model, self.clock, self.seconds = model, clock, seconds
-        self.config, self.device = model.config, model.device
-
-    def parameters(self):
-        return self.model.parameters()
-
-    def new_cache(self):
-        return self.model.new_cache()
-
-    def extend(self, ids, cache, *args, **kwargs):
-        self.clock.now += self.seconds(ids.shape[1])
-        return self.model.extend(ids, cache, *args, **kwargs)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ the source notebook itself, {} the untouched release.
 """
 from __future__ import annotations
 
+import filecmp
 import html
 import json
 import os
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from coursekit import registry, threads
 from coursekit.nbg import ScratchCourse
+from coursekit.paths import COURSE, assignments
+from tests.support.shared import copy_course
 from tests.support.notebooks import fill
 from tests.support.catalogue import answers
 
@@ -42,35 +45,62 @@ def derived_class(assignment: str) -> dict[str, dict | None]:
     return out
 
 
-def grade_classes(root: Path, classes: dict[str, dict], jobs: int | None = None) -> dict:
-    """Per assignment, in its own scratch course root root/<assignment>: generate, submit every
-    learner, autograde them in one stock nbgrader run, generate_feedback, export. `jobs`
-    assignments are graded at a time (default: one per CPU, at most 4; each its own nbgrader
-    processes and gradebook, so nothing is shared), their nbgrader processes sharing the CPUs' threads
-    as `make grade --jobs` does, and their kernels one thread each (coursekit.threads). Returns {assignment: {course, root, run,
-    feedback, export, results: {student: NotebookResult}}}."""
-    jobs = jobs or max(1, min(4, os.cpu_count() or 1, len(classes)))
-    env = threads.env(threads.share(jobs))
-
-    def one(assignment: str, learners: dict) -> dict:
-        course = ScratchCourse(Path(root) / assignment, env)
+def grade_class(root: Path, assignment: str, learners: dict, env: dict | None = None,
+                released: Path | None = None) -> dict:
+    """In a scratch course root `root` (a copy of `released`, where every assignment is generated
+    already, or generated here): submit every learner, autograde them in one stock nbgrader run,
+    generate_feedback, export. Returns {course, root, run, feedback, export, results: {student:
+    NotebookResult}}."""
+    if released is not None:
+        course = copy_course(released, root, env)
+        release_nb = course.root / "course" / assignment / f"{assignment}.ipynb"
+    else:
+        course = ScratchCourse(root, env)
         release_nb = course.generate(assignment) / f"{assignment}.ipynb"
-        for student, learner_answers in learners.items():
-            if learner_answers is None:
-                course.submit(student, assignment, course.root / "source" / assignment / f"{assignment}.ipynb")
-            else:
-                course.submit(student, assignment,
-                              fill(release_nb, learner_answers, course.root / "tmp" / assignment / student / release_nb.name))
-        run = course.autograde(assignment)
-        feedback = course.nbgrader("generate_feedback", assignment, "--force", check=False)
-        export = course.nbgrader("export", check=False)
-        return dict(course=course, root=course.root, run=run, feedback=feedback, export=export,
-                    results={r.student: r for r in course.results(assignment, list(learners))})
+    for student, learner_answers in learners.items():
+        if learner_answers is None:
+            course.submit(student, assignment, course.root / "source" / assignment / f"{assignment}.ipynb")
+        else:
+            course.submit(student, assignment,
+                          fill(release_nb, learner_answers, course.root / "tmp" / assignment / student / release_nb.name))
+    run = course.autograde(assignment)
+    feedback = course.nbgrader("generate_feedback", assignment, "--force", check=False)
+    export = course.nbgrader("export", check=False)
+    return dict(course=course, root=course.root, run=run, feedback=feedback, export=export,
+                results={r.student: r for r in course.results(assignment, list(learners))})
 
+
+def grading_jobs(classes) -> int:
+    """Assignments graded at a time: one per CPU, at most 4 (each its own nbgrader processes and
+    gradebook, so nothing is shared), their nbgrader processes sharing the CPUs' threads as `make
+    grade --jobs` does, and their kernels one thread each (coursekit.threads)."""
+    return max(1, min(4, os.cpu_count() or 1, len(classes)))
+
+
+def grade_classes(root: Path, classes: dict[str, dict], jobs: int | None = None, released: Path | None = None,
+                  one=None) -> dict:
+    """grade_class for every assignment of `classes` in root/<assignment>, `jobs` at a time
+    (grading_jobs), the largest classes first; `one(assignment)`, if given, replaces the call (the
+    session's shared, once-only grading: tests/conftest.py)."""
+    jobs = jobs or grading_jobs(classes)
+    env = threads.env(threads.share(jobs))
+    one = one or (lambda a: grade_class(Path(root) / a, a, classes[a], env, released))
     with ThreadPoolExecutor(jobs) as pool:  # the work is in nbgrader subprocesses; largest classes first
-        futures = {a: pool.submit(one, a, classes[a]) for a in sorted(classes, key=lambda a: -len(classes[a]))}
+        futures = {a: pool.submit(one, a) for a in sorted(classes, key=lambda a: -len(classes[a]))}
     return {a: futures[a].result() for a in classes}
 
+
+def assert_release_is_committed(fresh: Path, assignment: str) -> None:
+    """`fresh` (a folder nbgrader generate_assignment just wrote) is what course/<assignment> holds."""
+    committed = COURSE / assignment
+    fresh_files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
+    committed_files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert fresh_files == committed_files, "course/ has different files: run `make release`"
+    for rel in fresh_files:
+        assert filecmp.cmp(fresh / rel, committed / rel, shallow=False), f"course/{assignment}/{rel} drifted: run `make release`"
+
+
+CLASSES = {a: derived_class(a) for a in assignments()}  # what tests/conftest.py's `graded` grades
 
 STUB_HINT = "not implemented yet"
 
