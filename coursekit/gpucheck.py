@@ -1,13 +1,16 @@
 """`make gpu-check`: the course checked on a GPU in one command, with one summary at the end.
 
 On a machine with CUDA it runs, one step at a time (never a timing while tests run):
-1. notebooks 04-07 executed one at a time with the reference answers, hidden checks included
-   (the source notebooks, in a scratch copy; nbclient records every cell's start and end), timed;
+1. the notebooks that use torch (`device_notebooks`: 04-07) executed one at a time with the reference
+   answers, hidden checks included (the source notebooks, in a scratch copy; nbclient records every
+   cell's start and end), timed;
 2. the checker, model, engine and tree tests on CUDA, their workers sharing the cores' threads
    (`coursekit.threads`: with 16 cores and 4 workers, 4 torch threads each);
 3. `make bench` on cuda (benchmarks/speculative.py), whose last line is its summary.
 Then it prints the summary: per notebook its time and any error, every hidden check of 04-07 that
-took more than SLOW_CHECK seconds, the tests' result line, and the bench's summary line. It is
+took more than SLOW_CHECK seconds with what its checker module's contract says of it (declared heavy,
+and why, or not: then the contract, CONTRACT in solutions/checks/aNN.py, may need the check's exercise
+marked heavy), the tests' result line, and the bench's summary line. It is
 sized to fit in 8 minutes on one H200 with 16 cores.
 
 Without CUDA it says so and exits 0. `--quick --device cpu` runs every step on the CPU in a
@@ -33,17 +36,39 @@ from datetime import datetime
 from pathlib import Path
 
 from coursekit import threads
-from coursekit.paths import REPO, SOURCE
+from coursekit.paths import REPO, SOURCE, assignments, source_notebooks
 
-NOTEBOOKS = ("04_torch_verifier", "05_speculation_in_practice", "06_token_trees", "07_speculation_in_a_server")
 TESTS = ("tests/test_checkers.py", "tests/test_model.py", "tests/test_engine.py", "tests/test_trees.py",
          "tests/test_serving_notebook.py")
 QUICK = dict(notebooks=("06_token_trees",), tests=("tests/test_trees.py", "tests/test_checkers.py"),
              test_filter="06", bench=("--quick",))
-FULL = dict(notebooks=NOTEBOOKS, tests=TESTS, test_filter=None, bench=())
+FULL = dict(notebooks=None, tests=TESTS, test_filter=None, bench=())  # notebooks: device_notebooks()
 SLOW_CHECK = 10.0  # seconds: a hidden check slower than this is named in the summary
 CELL_TIMEOUT = 600  # seconds, per cell (nbclient's wall clock)
 TEST_WORKERS = 4
+
+
+def device_notebooks() -> tuple[str, ...]:
+    """The assignments whose source notebook imports torch (04-07): the ones a device can change."""
+    import nbformat
+
+    def uses_torch(assignment):
+        return any(re.search(r"^\s*(import torch|from torch\b)", cell.source, re.M)
+                   for path in source_notebooks(assignment)
+                   for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+    return tuple(a for a in assignments() if uses_torch(a))
+
+
+def declared_heavy(check: str):
+    """What the contract of the check's module says of it ("a04.check_x"): its exercise's Heavy, or None
+    (cheap, or a check the contract does not know)."""
+    from coursekit import registry
+
+    module, _, name = check.partition(".")
+    try:
+        return registry.contract(module.removeprefix("a")).exercise_of(name).heavy
+    except (ImportError, KeyError, AttributeError):
+        return None
 
 
 def cell_seconds(cell) -> float | None:
@@ -124,7 +149,9 @@ def summarise(device_name: str, notebooks: list[dict], tests: dict, bench: dict,
         lines.append(f"  notebook {nb['name']}: {nb['seconds']:.0f} s, "
                      + (f"ERROR {nb['error']}" if nb["error"] else "no error"))
         for check, took in nb["slow"]:
-            lines.append(f"    hidden check {check}: {took:.1f} s (over {SLOW_CHECK:.0f} s)")
+            heavy = declared_heavy(check)
+            said = f"declared heavy: {heavy.reason}" if heavy else "not declared heavy in its module's CONTRACT"
+            lines.append(f"    hidden check {check}: {took:.1f} s (over {SLOW_CHECK:.0f} s; {said})")
     lines.append(f"  tests ({tests['seconds']:.0f} s): {tests['result']}")
     if tests["tail"]:
         lines += ["    " + line for line in tests["tail"].splitlines()]
@@ -157,7 +184,7 @@ def main(argv=None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     try:
         notebooks = []
-        for assignment in cfg["notebooks"]:
+        for assignment in cfg["notebooks"] or device_notebooks():
             print(f"gpu-check: executing {assignment} on {device} ...", flush=True)
             notebooks.append(run_notebook(assignment, device, scratch))
         print("gpu-check: tests ...", flush=True)

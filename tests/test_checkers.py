@@ -7,6 +7,8 @@ notebook's tests/answers_NN.py: a new notebook needs no edit here.
 """
 import functools
 import inspect
+import itertools
+import re
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from solutions.checks import a01, a03
 from solutions.checks._common import CheckFailure, agreed, fail, one_sentence
 from solutions.reference import a01_acceptance_chain as ref01
 from tests.support.catalogue import answers
-from tests.support.tiers import CHANNEL_SLOW, SLOW_CHECKERS
+from tests.support.tiers import heavy
 
 COURSE = registry.by_number()
 
@@ -84,14 +86,15 @@ def test_known_mistakes_fail_with_their_hint(nb, key, answer, phrase):
 
 
 @pytest.mark.parametrize("nb, key, answer, phrase", [
-    # every notebook but those whose checks are heavy (tests/support/tiers.py): a new one is covered with no edit
-    (nb, key, fn, phrase) for nb in COURSE if nb not in SLOW_CHECKERS | CHANNEL_SLOW
+    # every notebook but those whose checks are heavy (their contract, tests/support/tiers.heavy): a new one is
+    # covered with no edit
+    (nb, key, fn, phrase) for nb in COURSE if not heavy(nb)
     for key, items in answers(COURSE[nb]).WRONG.items()
     for fn, phrase in items
 ], ids=_name)
 def test_the_wrapped_checks_show_one_sentence(nb, key, answer, phrase):
-    """End to end through the checkers the hidden tests call (04's are covered by `agreed` above: each of its
-    checks costs seconds): one distinct hint for the whole exercise, the one naming the mistake."""
+    """End to end through the checkers the hidden tests call (a heavy notebook's, 04's, are covered by `agreed`
+    above: each of its checks costs seconds): one distinct hint for the whole exercise, the one naming the mistake."""
     hints = _hints_shown(nb, key, answer)
     assert len(hints) == 1 and phrase in hints[0], hints
 
@@ -184,6 +187,47 @@ def test_every_exercise_with_several_hidden_tests_agrees_on_one_sentence(nb):
             for check in checks:
                 together = inspect.getclosurevars(check).nonlocals["checks"]
                 assert list(together) == [c.__wrapped__ for c in checks], exercise
+
+
+def _hint_constants() -> dict[tuple[str, str], str]:
+    """{(module, name): text} of every HINT_* constant a checker module defines itself (a top-level
+    assignment of a literal, read from the source; an imported one is its defining module's)."""
+    import ast
+
+    from coursekit.paths import REPO
+
+    out = {}
+    for path in sorted((REPO / "solutions" / "checks").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id.startswith("HINT_"):
+                out[path.stem, node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def _mistake(hint: str) -> list[str]:
+    """The words naming a hint's mistake: its leading clause, up to the first ':' or ';' (the course's hints
+    say the mistake first, then why: "exponent K instead of K+1 in the expected tokens: ...")."""
+    return re.split(r"[:;]", hint, maxsplit=1)[0].lower().split()
+
+
+def test_one_wording_per_named_mistake():
+    """A mistake that several notebooks name has one hint, defined once (solutions/checks/_common.py) and
+    imported: no HINT_* name is defined by two modules, and no two hints of different modules open with the
+    same mistake (equal leading clauses, or one the other's first words) in different wordings (issue 43:
+    the exponent K had two)."""
+    hints = _hint_constants()
+    assert len(hints) > 50, "the HINT_* constants were not found"
+    names = {}
+    for module, name in hints:
+        names.setdefault(name, []).append(module)
+    assert not {n: m for n, m in names.items() if len(m) > 1}, "define a shared hint once, in _common.py"
+    clash = []
+    for (key, text), (other_key, other) in itertools.combinations(hints.items(), 2):
+        a, b = _mistake(text), _mistake(other)
+        if key[0] != other_key[0] and text != other and a[:len(b)] == b[:len(a)]:
+            clash.append((key, other_key, " ".join(a), " ".join(b)))
+    assert not clash, clash
 
 
 @functools.lru_cache(maxsize=None)

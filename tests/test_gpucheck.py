@@ -20,16 +20,28 @@ def test_a_cell_time_and_the_check_it_calls_are_read_from_the_notebook():
 
 
 def test_the_summary_names_errors_slow_checks_tests_and_the_bench():
-    notebooks = [dict(name="04_torch_verifier", seconds=50.0, error=None, slow=[("a04.check_stats", 14.2)]),
+    notebooks = [dict(name="04_torch_verifier", seconds=50.0, error=None,
+                      slow=[("a04.check_stats", 14.2), ("a04.check_cached_greedy", 11.0)]),
                  dict(name="05_speculation_in_practice", seconds=40.0, error="AssertionError: x", slow=[])]
     tests = dict(returncode=0, result="120 passed in 30.0s", seconds=31.0, tail="")
     bench = dict(returncode=0, summary="best speedup 1.50x at K=4 (T=0)", seconds=90.0)
     text = gpucheck.summarise("NVIDIA H200", notebooks, tests, bench, 211.0)
     assert "04_torch_verifier: 50 s, no error" in text
     assert "hidden check a04.check_stats: 14.2 s" in text
+    # what the checker module's contract says of a slow check (04's run the model; an unknown one: not declared)
+    assert "a04.check_cached_greedy: 11.0 s (over 10 s; declared heavy: its greedy checks run the shipped model" in text
+    assert "a04.check_stats: 14.2 s (over 10 s; not declared heavy" in text
     assert "ERROR AssertionError: x" in text
     assert "120 passed" in text and "best speedup 1.50x" in text
     assert not gpucheck.ok(notebooks, tests, bench)
+
+
+def test_the_notebooks_it_runs_are_those_that_use_torch():
+    from coursekit.paths import assignments
+
+    chosen = gpucheck.device_notebooks()
+    assert "04_torch_verifier" in chosen and "01_acceptance_chain" not in chosen
+    assert list(chosen) == [a for a in assignments() if a in chosen]
 
 
 def test_without_cuda_it_says_so_and_exits_0():

@@ -17,7 +17,7 @@ import torch
 
 from coursekit import registry
 from tests.support.catalogue import answers
-from tests.support.tiers import CHANNEL_ELSEWHERE, CHANNEL_SLOW
+from tests.support.tiers import heavy, heavy_in_process
 from coursekit.judge import wire as remote
 from coursekit.judge.channel import Channel, RemoteFunction
 from coursekit.judge.execute import judge
@@ -135,12 +135,13 @@ def _cases(nb):
 
 
 # Every notebook of the course, derived from source/: a new one is covered with no edit here. Its
-# cases are in the slow tier when tests/support/tiers.py says its checkers are heavy (CHANNEL_SLOW: many
-# sampling calls); 04's run the shipped model (about 80 s of CPU an answer), so the tests below
-# cover what only 04 sends (torch generators, rebuilt toy models, their records) instead.
+# cases are in the slow tier when its checker module's contract says its checks are heavy
+# (tests/support/tiers.heavy: many sampling calls); a notebook whose checks are heavy in process (04's
+# run the shipped model, about 80 s of CPU an answer) is left to the tests below, which cover what only
+# 04 sends (torch generators, rebuilt toy models, their records) instead.
 @pytest.mark.parametrize("nb, check, fn", [
-    pytest.param(*case, marks=[pytest.mark.slow] if nb in CHANNEL_SLOW else [])
-    for nb in COURSE if nb not in CHANNEL_ELSEWHERE for case in _cases(nb)
+    pytest.param(*case, marks=[pytest.mark.slow] if heavy(nb) else [])
+    for nb in COURSE if not heavy_in_process(nb) for case in _cases(nb)
 ], ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) else None))
 def test_a_call_through_the_channel_gets_the_local_verdict(nb, check, fn):
     """Same return values, same in-place changes, same exceptions, same generator streams: the

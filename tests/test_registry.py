@@ -46,7 +46,45 @@ def test_every_checker_is_called_by_a_hidden_test(a):
     module = inspect.getmodule(a.hidden[0].resolve())
     defined = {name for name, fn in inspect.getmembers(module, inspect.isfunction)
                if name.startswith("check_") and fn.__module__ == module.__name__}
-    assert defined == {c.checker.split(".")[1] for c in a.hidden}
+    assert defined == {c.checker.split(".")[1] for c in a.hidden} == set(a.contract().checks)
+
+
+@pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)
+def test_the_checker_modules_contract_is_the_notebooks(a):
+    """CONTRACT (the end of solutions/checks/aNN.py) declares the notebook's exercises in notebook order, each
+    with the checks its hidden-test cells call, in cell order: every verdict("aNN.check_x") of the source
+    notebook is declared under the exercise it checks, and every declared check is called there. The
+    one-sentence groups, the test tiers and gpucheck read the contract, so it must not drift."""
+    contract = a.contract()
+    assert contract.module == f"a{a.number}"
+    assert [e.name for e in contract.exercises] == list(a.exercises)
+    for exercise in contract.exercises:
+        called = [c.checker for c in a.hidden if c.exercise == exercise.name]
+        assert [f"{contract.module}.{name}" for name in exercise.checks] == called, exercise.name
+        assert exercise.heavy is None or exercise.heavy.reason.strip(), f"{exercise.name}: heavy, but why?"
+        for check in called:
+            assert contract.exercise_of(check) == exercise
+
+
+def test_the_contract_refuses_a_check_the_module_lacks_or_two_exercises_claim():
+    from solutions.checks._common import Exercise, declare
+
+    def check_a(fn):
+        pass
+
+    def check_b(fn):
+        pass
+
+    namespace = {"__name__": "solutions.checks.a99", "check_a": check_a, "check_b": check_b}
+    contract = declare(dict(namespace), Exercise("f", ("check_a", "check_b")))
+    assert contract.checks == ("check_a", "check_b") and contract["f"].heavy is None
+    wrapped = dict(namespace)
+    declare(wrapped, Exercise("f", ("check_a", "check_b")))
+    assert wrapped["check_a"].__wrapped__ is check_a and wrapped["check_b"].__wrapped__ is check_b
+    with pytest.raises(NameError):
+        declare(dict(namespace), Exercise("f", "check_c"))
+    with pytest.raises(ValueError):
+        declare(dict(namespace), Exercise("f", "check_a"), Exercise("g", ("check_b", "check_a")))
 
 
 @pytest.mark.parametrize("a", COURSE, ids=lambda a: a.number)

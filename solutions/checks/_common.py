@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -250,9 +251,16 @@ def tokens_per_round(alpha, K):
         return np.where(alpha == 1.0, K + 1.0, (1 - alpha ** (K + 1)) / (1 - alpha))
 
 
-# Hints that more than one notebook gives, word for word.
-HINT_EXPONENT_K = ("exponent K instead of K+1 in the expected tokens: the round also emits the "
-                   "target's correction or bonus token.")
+# Hints that more than one notebook gives: one wording per named mistake, defined here once
+# (tests/test_checkers.py fails on two hints of different modules that open with the same mistake).
+HINT_EXPONENT_K = ("exponent K instead of K+1 in the expected tokens: a round has K+1 emission slots, because "
+                   "after the accepted drafts the target always adds one token (the correction at the first "
+                   "rejection, or the bonus token when all K are accepted).")
+HINT_NO_TARGET_TOKEN = ("the +1 is missing: this counts only the accepted drafts, but every round also emits one "
+                        "token from the target after them (the correction at the first rejection, or the bonus "
+                        "token), so tokens per round = accepted + 1.")
+HINT_NO_DISCOUNT = ("K (or K+1) tokens per round assumes every draft is accepted; use the expected tokens per "
+                    "round, (1 - alpha**(K+1)) / (1 - alpha).")
 
 
 def counts_match_pmf(samples: np.ndarray, values: np.ndarray, pmf: np.ndarray, alpha_level: float) -> bool:
@@ -282,3 +290,76 @@ def counts_match_pmf(samples: np.ndarray, values: np.ndarray, pmf: np.ndarray, a
             return False
     return True
 
+
+
+# ---------------------------------------------------------------- the contract of a checker module
+
+@dataclass(frozen=True)
+class Heavy:
+    """Why an exercise's checks are too costly for the fast test tier, and where: `in_process` when they
+    are slow however they are called (they run the shipped model), else only through the channel to a
+    kernel (thousands of calls, each a round trip there). tests/support/tiers.py derives the tiers from it."""
+    reason: str
+    in_process: bool = False
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise as its checker module grades it: `checks`, the check_* functions its hidden-test
+    cells call, in cell order (one group under the one-sentence rule, `one_sentence`), and `heavy`
+    (None: cheap enough for the fast tier)."""
+    name: str
+    checks: tuple[str, ...]
+    heavy: Heavy | None = None
+
+    def __post_init__(self):
+        if isinstance(self.checks, str):
+            object.__setattr__(self, "checks", (self.checks,))
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a checker module grades, in notebook order: `declare` builds it, and the registry
+    (coursekit.registry.contract), the test tiers and coursekit.gpucheck read it. tests/test_registry.py
+    holds it to the source notebook: its exercises, and each exercise's hidden tests in cell order."""
+    module: str  # "a01"
+    exercises: tuple[Exercise, ...]
+
+    def __getitem__(self, name: str) -> Exercise:
+        for exercise in self.exercises:
+            if exercise.name == name:
+                return exercise
+        raise KeyError(f"{self.module} declares no exercise {name!r}")
+
+    def exercise_of(self, check: str) -> Exercise:
+        """The exercise whose hidden tests call `check` ("check_x" or "aNN.check_x")."""
+        name = check.rsplit(".", 1)[-1]
+        for exercise in self.exercises:
+            if name in exercise.checks:
+                return exercise
+        raise KeyError(f"{self.module} declares no check {name!r}")
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return tuple(check for exercise in self.exercises for check in exercise.checks)
+
+
+def declare(namespace: dict, *exercises: Exercise) -> Contract:
+    """A checker module's contract, its last statement: `CONTRACT = declare(globals(), Exercise(...), ...)`.
+
+    It applies the one-sentence rule: the checks of an exercise with several hidden tests are wrapped by
+    `one_sentence`, in the declared (cell) order, under their own names in the module, which is where a
+    hidden test's `verdict("aNN.check_x", fn)` finds them. A name the module does not define, or that
+    two exercises claim, fails at import."""
+    module = str(namespace.get("__name__", "")).rsplit(".", 1)[-1]
+    seen: set[str] = set()
+    for exercise in exercises:
+        for name in exercise.checks:
+            if not (name.startswith("check_") and callable(namespace.get(name))):
+                raise NameError(f"{module}: exercise {exercise.name} declares {name}, which the module does not define")
+            if name in seen:
+                raise ValueError(f"{module}: {name} is declared under two exercises")
+            seen.add(name)
+        if len(exercise.checks) > 1:
+            namespace.update(zip(exercise.checks, one_sentence(*(namespace[n] for n in exercise.checks))))
+    return Contract(module, tuple(exercises))

@@ -9,23 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, as_float_array, call, close, counts_match_pmf, diagnose, fail, one_sentence, require_ndarray,
-    require_scalar, unchanged,
+    HINT_EXPONENT_K, HINT_NO_TARGET_TOKEN, SEED, Exercise, as_float_array, call, close, counts_match_pmf, declare,
+    diagnose, fail, require_ndarray, require_scalar, unchanged,
 )
 from solutions.reference import a01_acceptance_chain as ref
 
 ALPHAS = (0.0, 0.05, 0.2, 0.4, 0.5, 0.62, 0.75, 0.8, 0.9, 0.95, 0.99)
 KS = (1, 2, 3, 4, 5, 7, 8, 12)
 
-HINT_BONUS = ("exponent K instead of K+1: a round has K+1 emission slots, because after the "
-              "accepted drafts the target always adds one token (the correction at the first "
-              "rejection, or the bonus token when all K are accepted).")
 HINT_K_ALPHA = ("K*alpha treats every draft as counted independently, but a round stops at the "
                 "first rejection: draft k only counts if drafts 1..k were all accepted "
                 "(probability alpha**k), and the target always adds one token.")
-HINT_ACCEPTED_ONLY = ("this counts only the accepted drafts; every round also emits one token from "
-                      "the target (the correction at the first rejection, or the bonus token), "
-                      "so tokens per round = accepted + 1.")
 HINT_UNTRUNCATED_MEAN = ("this is the mean of an untruncated geometric law: a round proposes only K "
                          "drafts, so the sum of alpha**k stops at k = K.")
 
@@ -67,10 +61,10 @@ def check_accepted_pmf(accepted_pmf) -> None:
 # ---------------------------------------------------------------- expected_tokens
 
 EXPECTED_MISTAKES = [
-    (HINT_BONUS, lambda a, K: (1 - a ** K) / (1 - a)),
+    (HINT_EXPONENT_K, lambda a, K: (1 - a ** K) / (1 - a)),
     (HINT_K_ALPHA, lambda a, K: K * a),
     ("1 + " + HINT_K_ALPHA, lambda a, K: 1 + K * a),
-    (HINT_ACCEPTED_ONLY, lambda a, K: (1 - a ** (K + 1)) / (1 - a) - 1),
+    (HINT_NO_TARGET_TOKEN, lambda a, K: (1 - a ** (K + 1)) / (1 - a) - 1),
     (HINT_UNTRUNCATED_MEAN, lambda a, K: 1 / (1 - a)),
     (HINT_UNTRUNCATED_MEAN + " It also counts only accepted drafts; add the target's token.", lambda a, K: a / (1 - a)),
 ]
@@ -127,7 +121,7 @@ def check_expected_tokens_edges(expected_tokens) -> None:
                                        "plus the bonus token) or sum the powers alpha**k instead."}
         at_one = require_scalar(call(expected_tokens, 1.0, K, on_error=zero_div), f"expected_tokens(1.0, {K})")
         if close(at_one, float(K)):
-            fail(f"expected_tokens(1.0, {K}) returned K: {HINT_BONUS}")
+            fail(f"expected_tokens(1.0, {K}) returned K: {HINT_EXPONENT_K}")
         if not close(at_one, K + 1.0):
             fail(f"expected_tokens(1.0, {K}) must be K+1 = {K + 1} (all drafts accepted plus the bonus "
                  "token); the closed form is 0/0 there, so guard alpha == 1 or sum the powers.")
@@ -155,10 +149,6 @@ def check_expected_tokens_edges(expected_tokens) -> None:
         if not close(got, want, rtol=1e-7, atol=1e-10):
             fail(f"expected_tokens(alpha_array, {K}) disagrees with its scalar values for some alpha "
                  "(check alpha = 0 and alpha = 1 inside an array).", generic=True)
-
-
-# One mistake, one sentence: the edge cell of a wrong formula repeats the formula's named mistake.
-check_expected_tokens, check_expected_tokens_edges = one_sentence(check_expected_tokens, check_expected_tokens_edges)
 
 
 # ---------------------------------------------------------------- simulate_tokens
@@ -228,3 +218,15 @@ def _pmf_without_bonus(alpha, K):
     pmf[:K] = ref.accepted_pmf(alpha, K)[:K]
     pmf[K - 1] += alpha ** K
     return pmf
+
+
+# ---------------------------------------------------------------- the contract
+
+# Each exercise's hidden tests in cell order (the edge cell of a wrong formula repeats the formula's named
+# mistake: one mistake, one sentence).
+CONTRACT = declare(
+    globals(),
+    Exercise("accepted_pmf", "check_accepted_pmf"),
+    Exercise("expected_tokens", ("check_expected_tokens", "check_expected_tokens_edges")),
+    Exercise("simulate_tokens", "check_simulate_tokens"),
+)

@@ -9,9 +9,8 @@ import math
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, as_float_array, broadcasts_like_numpy, call, close, diagnose, fail, one_sentence, require_ndarray,
-    require_scalar, tokens_per_round,
-    unchanged,
+    HINT_EXPONENT_K, HINT_NO_DISCOUNT, Exercise, as_float_array, broadcasts_like_numpy, call, close, declare, diagnose,
+    fail, require_ndarray, require_scalar, tokens_per_round, unchanged,
 )
 from solutions.reference import a02_cost_and_speedup as ref
 
@@ -23,8 +22,6 @@ HINT_INVERTED_C = ("c is draft time / target time (small c = cheap draft); the c
                    "target/draft, dividing by c where it should multiply.")
 HINT_NO_DRAFT_COST = ("the draft passes are not free: a round costs one target pass plus K draft "
                       "passes, 1 + K*c target-pass units.")
-HINT_NO_DISCOUNT = ("K (or K+1) tokens per round assumes every draft is accepted; use the expected "
-                    "tokens per round, (1 - alpha**(K+1)) / (1 - alpha).")
 
 
 def _scalar(fn, label, *args):
@@ -107,10 +104,6 @@ def check_speedup_arrays(speedup) -> None:
     got = as_float_array(_array_call(speedup, label, alpha=alpha, K=K, c=c), label)
     broadcasts_like_numpy(got, ref.speedup(alpha, K, c), "speedup", "(6,1,1), (1,17,1), (1,1,4)",
                           "alpha = 1 and K = 0")
-
-
-# One mistake, one sentence: the array cell of a wrong formula repeats the formula's named mistake.
-check_speedup, check_speedup_arrays = one_sentence(check_speedup, check_speedup_arrays)
 
 
 # ---------------------------------------------------------------- loses
@@ -229,3 +222,17 @@ def check_optimal_K(optimal_K) -> None:
     got = int(call(optimal_K, 0.8, 0.05))
     if got != ref.optimal_K(0.8, 0.05):
         fail("optimal_K(alpha, c) must default to K_max = 16.")
+
+
+# ---------------------------------------------------------------- the contract
+
+# Each exercise's hidden tests in cell order (the array cell of a wrong formula repeats the formula's named
+# mistake: one mistake, one sentence).
+CONTRACT = declare(
+    globals(),
+    Exercise("round_cost", "check_round_cost"),
+    Exercise("speedup", ("check_speedup", "check_speedup_arrays")),
+    Exercise("loses", "check_loses"),
+    Exercise("break_even_alpha", "check_break_even_alpha"),
+    Exercise("optimal_K", "check_optimal_K"),
+)

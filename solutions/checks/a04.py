@@ -59,7 +59,9 @@ import numpy as np
 import torch
 from scipy import stats as scipy_stats
 
-from solutions.checks._common import SEED, CheckFailure, call, call_many, counts_match_pmf, fail, one_sentence
+from solutions.checks._common import (
+    SEED, CheckFailure, Exercise, Heavy, call, call_many, counts_match_pmf, declare, fail,
+)
 from specdec.model import default_device, encode, load, model_device
 from specdec.toy import TEXT_TOKENS, text_pair, toy_pair
 
@@ -746,15 +748,22 @@ def check_cached_reproducible(speculative_generate_cached) -> None:
     _speculative_reproducible(speculative_generate_cached, CACHED, True)
 
 
-# One mistake, one sentence: each exercise's hidden tests, in cell order, say its first named mistake
-# (a generic hint only where no cell names one), not its consequences next to it.
-check_autoregressive_generate, check_autoregressive_reproducible = one_sentence(
-    check_autoregressive_generate, check_autoregressive_reproducible)
-(check_speculative_greedy, check_speculative_stats, check_speculative_distribution, check_speculative_bonus,
- check_speculative_reproducible) = one_sentence(
-    check_speculative_greedy, check_speculative_stats, check_speculative_distribution, check_speculative_bonus,
-    check_speculative_reproducible)
-(check_cached_greedy, check_cached_feeding, check_cached_stats, check_cached_distribution, check_cached_bonus,
- check_cached_reproducible) = one_sentence(
-    check_cached_greedy, check_cached_feeding, check_cached_stats, check_cached_distribution, check_cached_bonus,
-    check_cached_reproducible)
+# ---------------------------------------------------------------- the contract
+
+# The greedy checks of every exercise decode on the shipped pair (`_pair`, `_want`).
+RUNS_MODEL = Heavy("its greedy checks run the shipped model pair: about 80 s of CPU an answer, however it is called",
+                   in_process=True)
+
+# Each exercise's hidden tests in cell order. One mistake, one sentence: every failing cell of an exercise says
+# its first named mistake (a generic hint only where no cell names one), not its consequences next to it.
+CONTRACT = declare(
+    globals(),
+    Exercise("autoregressive_generate", ("check_autoregressive_generate", "check_autoregressive_reproducible"),
+             heavy=RUNS_MODEL),
+    Exercise("speculative_generate", ("check_speculative_greedy", "check_speculative_stats",
+                                      "check_speculative_distribution", "check_speculative_bonus",
+                                      "check_speculative_reproducible"), heavy=RUNS_MODEL),
+    Exercise("speculative_generate_cached", ("check_cached_greedy", "check_cached_feeding", "check_cached_stats",
+                                             "check_cached_distribution", "check_cached_bonus",
+                                             "check_cached_reproducible"), heavy=RUNS_MODEL),
+)

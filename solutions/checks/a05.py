@@ -14,16 +14,13 @@ import re
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, SEED, CheckFailure, as_float_array, broadcasts_like_numpy, call, call_many, close, diagnose, fail,
-    one_sentence, require_scalar,
-    tokens_per_round,
+    HINT_EXPONENT_K, HINT_NO_DISCOUNT, HINT_NO_TARGET_TOKEN, SEED, CheckFailure, Exercise, as_float_array,
+    broadcasts_like_numpy, call, call_many, close, declare, diagnose, fail, require_scalar, tokens_per_round,
 )
 from solutions.reference import a05_speculation_in_practice as ref
 
 # ---------------------------------------------------------------- expected_tokens_positional
 
-HINT_POS_NO_ONE = ("the +1 is missing: every round also emits the target's own token (the "
-                   "correction at the first rejection, or the bonus token).")
 HINT_POS_SUM = ("draft k is emitted only if drafts 1..k were ALL accepted: multiply the alphas "
                 "up to k (a running product), do not add them.")
 HINT_POS_OFF_BY_ONE = ("off by one in the product: term k is alpha_1 * ... * alpha_k, from the "
@@ -60,7 +57,7 @@ def check_expected_tokens_positional(expected_tokens_positional) -> None:
         return
     inputs = [(a,) for a in profiles for _ in (0, 1)]
     hint = diagnose(got, [
-        (HINT_POS_NO_ONE, lambda a: float(np.cumprod(a).sum()) if a else 0.0),
+        (HINT_NO_TARGET_TOKEN, lambda a: float(np.cumprod(a).sum()) if a else 0.0),
         (HINT_POS_SUM, lambda a: 1.0 + float(np.sum(a))),
         (HINT_POS_OFF_BY_ONE, lambda a: 1.0 + float(np.concatenate([[1.0], np.cumprod(a)[:-1]]).sum()) if a else 1.0),
         (HINT_POS_OFF_BY_ONE, lambda a: float(np.concatenate([[1.0], np.cumprod(a)[:-1]]).sum()) if a else 1.0),
@@ -83,8 +80,6 @@ HINT_GEN_DOUBLE = ("verify_cost already IS the target pass (over K+1 positions):
 HINT_GEN_TIMES = ("verify_cost is already the cost of the whole (K+1)-position pass, in units of a "
                   "one-position pass: do not multiply it by K+1.")
 HINT_GEN_IGNORED = "verify_cost is ignored: the round costs K*c + verify_cost, not 1 + K*c."
-HINT_GEN_NO_DISCOUNT = ("K+1 tokens per round assumes every draft is accepted; use the expected "
-                        "tokens per round, (1 - alpha**(K+1)) / (1 - alpha).")
 HINT_GEN_SIGNATURE = ("speedup_general takes an overhead argument: define it as speedup_general(alpha, K, c, "
                       "verify_cost, overhead=0.0), so that it can be passed fifth or as overhead=..., and add "
                       "it to the round's cost.")
@@ -159,7 +154,7 @@ def check_speedup_general(speedup_general) -> None:
         (HINT_GEN_TIMES, lambda a, K, c, v: tokens_per_round(a, K) / (K * c + (K + 1) * v)),
         (HINT_GEN_IGNORED, lambda a, K, c, v: tokens_per_round(a, K) / (1 + K * c)),
         (HINT_EXPONENT_K, lambda a, K, c, v: tokens_per_round(a, K - 1) / (K * c + v)),
-        (HINT_GEN_NO_DISCOUNT, lambda a, K, c, v: (K + 1) / (K * c + v)),
+        (HINT_NO_DISCOUNT, lambda a, K, c, v: (K + 1) / (K * c + v)),
     ])
     # 2. With overheads, passed fifth and then by keyword: both must give the reference's values.
     grid = [(a, K, c, v, o) for a in ALPHAS for K in KS for c in CS for v in VS for o in OS]
@@ -483,11 +478,6 @@ def check_alpha_from_counters_capped(alpha_from_counters) -> None:
     _check_counters(alpha_from_counters, _capped_cases(), CAPPED_MISTAKES + COUNTER_MISTAKES, capped=True)
 
 
-# One mistake, one sentence: the capped cell repeats a named mistake of the whole-K cell.
-check_alpha_from_counters, check_alpha_from_counters_capped = one_sentence(check_alpha_from_counters,
-                                                                           check_alpha_from_counters_capped)
-
-
 # ---------------------------------------------------------------- roofline: roofline_time, verification_cost, knee_tokens
 #
 # One forward pass in which each of `batch` sequences scores `tokens` new positions after `context` cached ones:
@@ -735,3 +725,19 @@ def check_knee_tokens(knee_tokens) -> None:
     b, c, _, _ = calls[next(i for i, (g, w) in enumerate(zip(got, want)) if not close(g, w, rtol=ROOF_RTOL, atol=0))]
     fail(f"knee_tokens({b}, {c}, model, hardware) is wrong: it is the total tokens T per pass (all sequences) at which "
          "T x flops per token / peak flops equals bytes / bandwidth.")
+
+
+# ---------------------------------------------------------------- the contract
+
+# Each exercise's hidden tests in cell order (the capped cell of alpha_from_counters repeats a named mistake of
+# the whole-K cell: one mistake, one sentence).
+CONTRACT = declare(
+    globals(),
+    Exercise("expected_tokens_positional", "check_expected_tokens_positional"),
+    Exercise("speedup_general", "check_speedup_general"),
+    Exercise("roofline_time", "check_roofline_time"),
+    Exercise("verification_cost", "check_verification_cost"),
+    Exercise("knee_tokens", "check_knee_tokens"),
+    Exercise("ngram_propose", "check_ngram_propose"),
+    Exercise("alpha_from_counters", ("check_alpha_from_counters", "check_alpha_from_counters_capped")),
+)

@@ -73,7 +73,8 @@ import itertools
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, CheckFailure, as_float_array, call_many, close, counts_match_pmf, diagnose, fail, token_list, unchanged,
+    HINT_NO_TARGET_TOKEN, SEED, CheckFailure, Exercise, Heavy, as_float_array, call_many, close, counts_match_pmf,
+    declare, diagnose, fail, token_list, unchanged,
 )
 from solutions.reference import a06_token_trees as ref
 
@@ -475,8 +476,6 @@ def check_verify_tree_greedy(verify_tree_greedy) -> None:
 
 # ---------------------------------------------------------------- expected_tree_tokens
 
-HINT_ET_NO_ONE = ("the +1 is missing: every round also emits the target's own token after the accepted path "
-                  "(the correction or the bonus token).")
 HINT_ET_NO_PRODUCT = ("accept_prob[i] is conditional on node i's parent being accepted: the probability of "
                       "reaching node i is the PRODUCT of accept_prob along its path from the root, not "
                       "accept_prob[i] alone.")
@@ -519,7 +518,7 @@ def _likeliest_child_path(parents, probs) -> float:
 
 
 ET_MISTAKES = (
-    (HINT_ET_NO_ONE, lambda par, pr: float(_reach(par, pr).sum())),
+    (HINT_NO_TARGET_TOKEN, lambda par, pr: float(_reach(par, pr).sum())),
     (HINT_ET_NO_PRODUCT, lambda par, pr: 1.0 + float(np.sum(pr))),
     (HINT_ET_NO_PRODUCT, lambda par, pr: float(np.sum(pr))),
     (HINT_ET_PARENT_ONLY, lambda par, pr: 1.0 + float(sum(pr[i] * (pr[j] if j >= 0 else 1.0)
@@ -1139,3 +1138,20 @@ def check_best_budget(best_budget) -> None:
         if best == int(top[-1]) and len(top) > 1:
             fail(f"best_budget: {HINT_BB_TIES}")
         fail(f"best_budget: {HINT_BB_LAST}")
+
+
+# ---------------------------------------------------------------- the contract
+
+# Statistical checks: thousands of seeded calls, cheap in process, seconds each through the channel.
+SAMPLES = Heavy("thousands of seeded sampling calls for its statistical tests: cheap in process, seconds "
+                "through the channel to a kernel")
+
+CONTRACT = declare(
+    globals(),
+    Exercise("tree_attention_mask", "check_tree_attention_mask"),
+    Exercise("verify_tree_greedy", "check_verify_tree_greedy"),
+    Exercise("expected_tree_tokens", "check_expected_tree_tokens"),
+    Exercise("select_tree", "check_select_tree"),
+    Exercise("multi_candidate_sample", "check_multi_candidate_sample", heavy=SAMPLES),
+    Exercise("best_budget", "check_best_budget"),
+)

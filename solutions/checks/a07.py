@@ -45,7 +45,8 @@ import numpy as np
 import torch
 
 from solutions.checks._common import (
-    HINT_EXPONENT_K, SEED, call_many, close, counts_match_pmf, diagnose, fail, require_scalar, tokens_per_round,
+    HINT_EXPONENT_K, SEED, Exercise, call_many, close, counts_match_pmf, declare, diagnose, fail, require_scalar,
+    tokens_per_round,
 )
 from solutions.reference import a07_speculation_in_a_server as ref
 from specdec.engine import plain
@@ -797,3 +798,14 @@ def check_best_K(best_K) -> None:
     fail(f"best_K({alpha:g}, B = {B}, {name} passes, overhead {o:g}, K_max = {K_max}, context {L}) is wrong: the K "
          "in 0..K_max with the highest goodput at this batch and context, the smallest on ties (best_K uses your "
          "goodput: make goodput pass its check first).", generic=True)
+
+
+# ---------------------------------------------------------------- the contract
+
+CONTRACT = declare(
+    globals(),
+    Exercise("batch_accept", "check_batch_accept"),
+    Exercise("batched_generate", "check_batched_generate"),
+    Exercise("goodput", "check_goodput"),
+    Exercise("best_K", "check_best_K"),
+)

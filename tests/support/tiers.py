@@ -9,15 +9,18 @@ A test is slow when it is marked `@pytest.mark.slow` or falls under a rule here:
 - its module is in SLOW_MODULES: the whole module drives real kernels, JupyterLab or a cohort
   (and no test in it is cheap without its expensive module fixture);
 - it uses a fixture in SLOW_FIXTURES: grading every assignment end to end;
-- it is a test_checkers.py case (parameter `nb`) of a notebook in SLOW_CHECKERS.
-Everything else is fast. So that a new slow test cannot quietly make the fast tier slow, a
-`-m "not slow"` run names, at the end, every test that took more than FAST_LIMIT_S seconds
-(setup included) and warns when the whole run took more than FAST_TOTAL_S, both in CPU time
-(this process and its children): mark the heavy tests slow or make them cheaper. It reports
-and never fails, because no test may pass or fail by how long it took.
+- it is a test_checkers.py case (parameter `nb`) of a notebook whose checks are heavy in process
+  (`heavy`, read from the checker module's contract: CONTRACT in solutions/checks/aNN.py).
+Everything else is fast; test_checkers.py and test_judge.py read `heavy` too (no hand-kept list of
+notebooks). So that a new slow test cannot quietly make the fast tier slow, a `-m "not slow"` run
+names, at the end, every test that took more than FAST_LIMIT_S seconds (setup included) and warns
+when the whole run took more than FAST_TOTAL_S, both in CPU time (this process and its children):
+mark the heavy tests slow or make them cheaper. It reports and never fails, because no test may
+pass or fail by how long it took.
 """
 from __future__ import annotations
 
+import functools
 import resource
 import time
 
@@ -37,13 +40,30 @@ SLOW_MODULES = {
     "test_hub",  # a JupyterHub, its proxy and three learners' servers
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
-SLOW_CHECKERS = {"04"}  # notebooks whose checkers run the shipped model (greedy check: about 80 s CPU per answer)
-# tests/test_judge.py's channel test covers every notebook; these notebooks' cases are slow (many
-# sampling calls through the channel), and 04's are covered by its own channel tests instead
-CHANNEL_SLOW = {"03", "06"}
-CHANNEL_ELSEWHERE = SLOW_CHECKERS
 FAST_LIMIT_S = 60.0  # CPU seconds of one fast test, setup included (the small end-to-end grading takes most)
 FAST_TOTAL_S = 240.0  # CPU seconds of the whole fast tier: 2 minutes of a 2-core machine
+
+
+@functools.cache
+def heavy(nb: str):
+    """How heavy notebook `nb`'s checks are, from its checker module's contract (solutions.checks._common.Heavy):
+    the heaviest of its exercises' (one slow in process before one slow only through the channel), None when
+    every exercise's checks are cheap. A notebook's checker cases stay together in one tier:
+    - heavy in process (like 04, which runs the shipped model): its test_checkers.py cases are slow, its
+      test_judge.py channel cases are left to the channel tests written for it, and test_checkers.py's
+      end-to-end one-sentence test leaves it to `agreed`;
+    - heavy through the channel only (like 03 and 06: thousands of sampling calls): its channel cases are
+      slow, and the end-to-end one-sentence test leaves it out too.
+    Per exercise, the contracts would move the cheap exercises of 03 and 06 into the fast tier; the tiers
+    keep a notebook together instead."""
+    from coursekit import registry
+
+    found = [e.heavy for e in registry.contract(nb).exercises if e.heavy]
+    return next((h for h in found if h.in_process), found[0] if found else None)
+
+
+def heavy_in_process(nb: str) -> bool:
+    return bool(heavy(nb)) and heavy(nb).in_process
 
 
 def pytest_collection_modifyitems(config, items):
@@ -51,7 +71,7 @@ def pytest_collection_modifyitems(config, items):
         module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
         params = getattr(getattr(item, "callspec", None), "params", {})
         if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) \
-                or (module == "test_checkers" and params.get("nb") in SLOW_CHECKERS):
+                or (module == "test_checkers" and "nb" in params and heavy_in_process(params["nb"])):
             item.add_marker(pytest.mark.slow)
 
 
