@@ -51,12 +51,12 @@ def test_without_cuda_it_says_so_and_exits_0():
     assert "no CUDA device" in done.stdout
 
 
-@pytest.mark.slow  # executes notebook 06, 06's checker and tree tests and bench --quick on the CPU: about 2-3 minutes
+@pytest.mark.slow  # executes notebook 01, 01's reference checker tests and bench --quick on the CPU: about a minute
 def test_every_step_runs_on_the_cpu_in_quick_mode():
     done = subprocess.run([sys.executable, "-m", "coursekit.gpucheck", "--quick", "--device", "cpu"], cwd=REPO,
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = done.stdout[done.stdout.index("gpu-check on cpu"):]
-    assert "notebook 06_token_trees:" in summary and "no error" in summary
+    assert "notebook 01_acceptance_chain:" in summary and "no error" in summary
     assert " passed" in summary and "failed" not in summary
     assert "best speedup" in summary
