@@ -27,8 +27,8 @@ import time
 import numpy as np
 import pytest
 
-from coursekit.grade import grade
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.cohort import grade_course as grade
+from coursekit.grading.scratch import ScratchCourse
 from tests.support.e2e import derived_class
 from tests.support.notebooks import fill
 

@@ -1,4 +1,4 @@
-"""Bad and hostile submissions, graded by `make grade`'s code (coursekit.grade, stock nbgrader
+"""Bad and hostile submissions, graded by `make grade`'s code (coursekit.grading.cohort, stock nbgrader
 underneath) in a scratch course root, on assignment 01 (the quickest to grade).
 
 For each submission: the run finishes, the well-behaved learner's grade is the same as when it
@@ -24,8 +24,9 @@ import pytest
 
 from coursekit.judge import sandbox
 from coursekit import settings
-from coursekit.grade import grade, report
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.cohort import grade_course as grade
+from coursekit.grading.report import cohort_report as report
+from coursekit.grading.scratch import ScratchCourse
 from coursekit.registry import read as read_assignment
 from tests.support.notebooks import with_reference_answers
 

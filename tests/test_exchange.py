@@ -33,7 +33,7 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from coursekit import registry
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.scratch import ScratchCourse
 from coursekit import paths
 from tests.support.e2e import STUB_HINT
 from tests.support.notebooks import fill

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from coursekit import reference
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.scratch import ScratchCourse
 from coursekit.paths import COURSE, REPO, SOURCE, assignments
 
 
@@ -50,7 +50,7 @@ def test_generate_works_run_by_the_environments_python_without_activating_it(tmp
     import subprocess
     import sys
 
-    from coursekit.nbg import scratch_root
+    from coursekit.grading.scratch import scratch_root
 
     scratch_root(tmp_path)
     assert not (tmp_path / "gradebook.db").exists()

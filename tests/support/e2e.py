@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from coursekit import registry, threads
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.scratch import ScratchCourse
 from tests.support.notebooks import fill
 from tests.support.catalogue import answers
 
