@@ -160,7 +160,7 @@ class SandboxKernelManager(KernelLimits, AsyncIOLoopKernelManager):
         if "ipykernel_launcher" in cmd:
             i = cmd.index("ipykernel_launcher")
             cmd = [sys.executable, "-m", "coursekit.judge.sandbox", *cmd[i + 1:]]
-        if getattr(self, "_layer", None) == BWRAP:
+        if (getattr(self, "_layer", None) or mode(self.layer)) == BWRAP:
             cmd = bwrap_command(cmd, getattr(self, "_workdir", Path.cwd()), self._private)
         return cmd
 
