@@ -65,6 +65,23 @@ c.OverwriteCells.add_missing_cells = True
 # refuses network access, new processes, writes outside the learner's folder and reads of the
 # grading data. What it does and does not guarantee: coursekit/judge/sandbox.py.
 c.Execute.kernel_manager_class = "coursekit.judge.sandbox.SandboxKernelManager"
+# The sandbox's layer and a grading kernel's limits (coursekit/judge/limits.py). The kernel's
+# launcher gets them through its environment, so each has a variable (docs/instructors.md,
+# "Settings": COURSE_SANDBOX, COURSE_SANDBOX_MEMORY, _CPU, _FILE, _PROCESSES); a variable set
+# where grading runs wins over the value here (how a test or a CI job picks a layer).
+# auto: the strongest layer this machine has (bubblewrap, else Landlock, else the audit hook alone).
+c.SandboxKernelManager.layer = "auto"
+# The kernel's CPU time over the whole notebook: far above what the notebook's cells may spend
+# (cpu_timeout a cell), so it only stops a kernel that escapes the per-cell watch.
+c.SandboxKernelManager.cpu_limit = 900
+c.SandboxKernelManager.memory_limit = 8 * 1024 ** 3  # address space, bytes: the shipped models and torch fit
+c.SandboxKernelManager.file_limit = 64 * 1024 ** 2  # the largest file a kernel may write, bytes
+c.SandboxKernelManager.process_limit = 64  # processes of a non-root grader's kernel
+
+# A submission's wall-clock limit (coursekit.batch.SubmissionRunner, which runs each learner's
+# submissions and kills one that overruns): it costs only that submission, and grading goes on.
+# Every cell has its own limits above; this catches a kernel that never starts or a driver that hangs.
+c.SubmissionRunner.timeout = 900
 
 # Hidden tests are judged in the grader's process, not in the learner's kernel: coursekit.judge
 # runs nbgrader's Execute for every cell, except that a graded cell calling

@@ -18,7 +18,7 @@ two-worker cluster. In one run, on one machine:
    process and its kernels: less moved by other load on the machine than wall-clock time).
 2. The cluster: --learners learners x every assignment (every fourth submission the unanswered
    release, rotating) graded on a `dask scheduler` and two `dask worker`s on 127.0.0.1
-   (coursekit.cluster, as docs/instructors.md starts them by hand): submissions per minute, and what
+   (coursekit.grading.cluster, as docs/instructors.md starts them by hand): submissions per minute, and what
    the merge costs the main process per learner.
 
     python benchmarks/grading.py [--learners 4] [ASSIGNMENT ...]
@@ -38,11 +38,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from coursekit.cluster import LoopbackCluster
-from coursekit.grade import grade
 from coursekit import settings
-from coursekit.grade import CONFIG_NAMES
-from coursekit.nbg import ScratchCourse, grade_submission, run, with_reference_answers
+from coursekit.grading.bundle import CONFIG_NAMES
+from coursekit.grading.cluster import LoopbackCluster
+from coursekit.grading.cohort import grade_course
+from coursekit.grading.driver import autograde_stock, run
+from coursekit.grading.scratch import ScratchCourse
+from coursekit.reference import with_reference_answers
 from coursekit.paths import REPO, SOURCE
 
 OUT = Path(__file__).resolve().parent / "results-grading.md"
@@ -89,7 +91,7 @@ def grade_before(root: Path, assignments: list[str], code: Path) -> list:
            "OMP_WAIT_POLICY": None}  # as before: OpenMP's default wait, torch's default threads
     rows = []
     for assignment in assignments:
-        rows += grade_submission(root, assignment, "learner00", env=env)
+        rows += autograde_stock(root, assignment, "learner00", env=env)
     for assignment in assignments:
         run(root, "generate_feedback", assignment, "--force", env=env)
     return rows
@@ -138,7 +140,7 @@ def main(argv=None) -> int:
         os.environ[PROFILE] = str(tmp / "before.jsonl")
         t0, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         if old is None:
-            before = grade(before_root, assignments, jobs=1, run_measurements=True)
+            before = grade_course(before_root, assignments, jobs=1, run_measurements=True)
             label = "today's code, serial, every cell run (no git history here)"
         else:
             before, label = grade_before(before_root, assignments, old), f"the code at {BEFORE}"
@@ -149,7 +151,7 @@ def main(argv=None) -> int:
         (tmp / "one").mkdir()
         with LoopbackCluster(tmp / "one", workers=1, env={PROFILE: str(tmp / "after.jsonl")}) as cluster:
             t0, spent = time.perf_counter(), {}
-            after = grade(after_root, assignments, scheduler=cluster.address, timings=spent)
+            after = grade_course(after_root, assignments, scheduler=cluster.address, timings=spent)
             t_after = time.perf_counter() - t0
         cpu_after = spent["cpu"]  # the learner's driver and its kernels, measured on the worker
         del os.environ[PROFILE]
@@ -192,7 +194,7 @@ def main(argv=None) -> int:
         timings = {}
         with LoopbackCluster(tmp / "two", workers=2) as cluster:
             t0 = time.perf_counter()
-            rows = grade(root, assignments, scheduler=cluster.address, timings=timings)
+            rows = grade_course(root, assignments, scheduler=cluster.address, timings=timings)
             total = time.perf_counter() - t0
         graded = [r for r in rows if r.score is not None]
         full = sum(r.score == r.max_score for r in graded)

@@ -1,8 +1,8 @@
 """`make bench-merge`: what recording a graded learner in the course costs `make grade`'s main
-process, one learner at a time (as coursekit.grade did it) and in batches (coursekit.merge).
+process, one learner at a time (as make grade once did it) and in batches (coursekit.grading.merge).
 
 1. One real learner: the reference answers of every assignment (or --assignments) graded once, as
-   a cluster worker grades a learner (coursekit.grade.course_bundle and grade_learner_task, in
+   a cluster worker grades a learner (coursekit.grading.bundle.course_bundle and grade_learner_task, in
    this process: about 90 s for six): its rows and its result tar (autograded/, feedback/,
    scratch gradebook).
 2. That result copied under --learners new names (synthetic learners, seeded): the scratch
@@ -14,12 +14,12 @@ process, one learner at a time (as coursekit.grade did it) and in batches (cours
    what the main loop does with a result that arrives:
    - one at a time (the first --serial learners): the tar unpacked into root/.grading/<student>/,
      the folders copied (rmtree + copytree) and `merge_gradebook` (nbgrader's API, one query per
-     row, a commit per submission), the scratch folder removed: coursekit.grade's `_merge`;
+     row, a commit per submission), the scratch folder removed: make grade's `_merge` as it was;
    - batched (all --learners): the tar unpacked the same way, then `Merger.add` (folders moved
      into place, the scratch gradebook read into memory, the scratch folder removed), a flush
      (one gradebook session, one commit) every --batch learners and at the end.
    Seconds per learner both ways, where they go, and the extrapolation to 10,000 learners.
-4. A check that both ways give the same: the gradebooks dumped by name (coursekit.merge.dump:
+4. A check that both ways give the same: the gradebooks dumped by name (coursekit.grading.gradebook.dump:
    students, submissions, notebooks, every grade and comment) for the learners merged both ways,
    and their autograded/ and feedback/ folders byte for byte.
 
@@ -45,22 +45,23 @@ import time
 from pathlib import Path
 
 from coursekit import settings
-from coursekit.merge import Merger, Submission, dump, merge_gradebook, read_source, write
+from coursekit.grading.gradebook import Submission, dump, merge_gradebook, read_source
+from coursekit.grading.merge import Merger, write
 
 from coursekit.paths import assignments as course_assignments
 
 A = course_assignments()  # --assignments: what one synthetic learner handed in (default: the whole course)
-SCRATCH = ".grading"  # coursekit.grade's scratch roots inside the course root (coursekit.sandbox.SCRATCH_ROOTS)
+SCRATCH = ".grading"  # make grade's scratch roots inside the course root (coursekit.judge.sandbox.SCRATCH_ROOTS)
 
 
 def unpack(data: bytes, dest: Path) -> None:
-    """coursekit.grade._unpack."""
+    """coursekit.grading.bundle.unpack."""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         tar.extractall(dest, filter="data")
 
 
 def old_merge(root: Path, scratch: Path, rows) -> None:
-    """coursekit.grade._merge as it was (2026-12-04): copy the folders, merge_gradebook, one learner."""
+    """make grade's _merge as it was (2026-12-04): copy the folders, merge_gradebook, one learner."""
     for row in rows:
         for kind in ("autograded", "feedback"):
             src, dst = (r / kind / row.student / row.assignment for r in (scratch, root))
@@ -75,8 +76,9 @@ def old_merge(root: Path, scratch: Path, rows) -> None:
 def graded_learner(work: Path, A: list[str]) -> tuple[Path, list, bytes]:
     """A course root that knows the assignments A, and one learner's rows and result tar (every
     assignment of A answered with the reference), graded as a worker does."""
-    from coursekit.grade import _pack, course_bundle, grade_learner_task, learner_record
-    from coursekit.nbg import ScratchCourse, with_reference_answers
+    from coursekit.grading.bundle import course_bundle, grade_learner_task, learner_record, pack
+    from coursekit.grading.scratch import ScratchCourse
+    from coursekit.reference import with_reference_answers
 
     root = work / "course"
     course = ScratchCourse(root)
@@ -86,7 +88,7 @@ def graded_learner(work: Path, A: list[str]) -> tuple[Path, list, bytes]:
         course.submit("learner", a, nb, f"{a}.ipynb")
     os.environ.setdefault(settings.GRADING_SCRATCH.name, str(work / "workers"))
     out, result, _ = grade_learner_task(course_bundle(root, A), "learner", A,
-                                        _pack(root, [f"submitted/learner/{a}" for a in A]),
+                                        pack(root, [f"submitted/learner/{a}" for a in A]),
                                         learner_record(root / "gradebook.db", "learner", A),
                                         900, [str(root)], 1, "bench-merge")
     shutil.rmtree(root / "submitted")
@@ -205,7 +207,7 @@ def main(argv=None) -> int:
             unpack(data, scratch)
             return scratch, [dataclasses.replace(r, student=name) for r in rows]
 
-        # one at a time, as coursekit.grade merged each result
+        # one at a time, as make grade once merged each result
         unpack_s = {"serial": 0.0, "batched": 0.0}
         per = []
         t0 = time.perf_counter()

@@ -9,9 +9,10 @@ before it grades anything. This module loads the configuration once, as every nb
 does (nbgrader_config.py in the working folder, which loads grader_config.py), and then runs
 nbgrader's own API (`NbGraderAPI.autograde`, then `NbGraderAPI.generate_feedback`) for each
 assignment in turn, in the same process. Each notebook keeps its own limits (nbgrader's
-per-cell timeout, the sandbox); the per-submission wall-clock limit is kept by the caller
-(`run_learner`), which watches the progress file, kills the whole process group of a submission
-that overruns, records it, and starts a new driver for the learner's remaining assignments.
+per-cell timeout, the sandbox); the per-submission wall-clock limit (`SubmissionRunner.timeout`,
+set in grader_config.py) is kept by the caller (`SubmissionRunner.run_learner`), which watches the
+progress file, kills the whole process group of a submission that overruns, records it, and
+starts a new driver for the learner's remaining assignments.
 
 The progress file gets one json line per event ({"assignment", "event": "start" | "done",
 "returncode", "log", "error"}), written and flushed before the next submission starts: a file,
@@ -31,7 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from traitlets import Float
+from traitlets.config import Configurable
+
 from coursekit import settings, threads
+from coursekit.grading.config import course_config
 
 
 def _emit(progress: Path, **event) -> None:
@@ -133,7 +138,7 @@ def generate(root: Path, assignments: list[str], env: dict | None = None) -> sub
     """`nbgrader generate_assignment A --force` for every A in `assignments`, in one process: the
     course's one way to generate (make release, make grade, make check, the tests and the benches).
     It writes the release (root/course/A) and records the assignments and their grade cells in
-    root's gradebook, which autograde needs. `env`: as coursekit.nbg.run's."""
+    root's gradebook, which autograde needs. `env`: as coursekit.grading.driver.run's."""
     return subprocess.run([sys.executable, "-m", "coursekit.batch", "generate", *assignments], cwd=root,
                           env=settings.child_env(env, base={**threads.WAIT, **os.environ}), capture_output=True,
                           text=True)
@@ -166,17 +171,32 @@ def _reap(proc: subprocess.Popen, usage: dict | None, block: bool = False) -> bo
     return True
 
 
-def run_learner(root: Path, student: str, work: list[str], timeout: float, env: dict | None = None,
+class SubmissionRunner(Configurable):
+    """Runs a learner's submissions (`run_learner`) and keeps each within its wall-clock limit."""
+
+    timeout = Float(900.0, help=(
+        "Wall-clock seconds one submission may take, its kernel's start, every cell and its feedback "
+        "included; one that overruns is killed and reported, and grading goes on.")).tag(config=True)
+
+
+def submission_timeout(root: Path) -> float:
+    """SubmissionRunner.timeout as course root `root` configures it (grader_config.py)."""
+    return SubmissionRunner(config=course_config(root)).timeout
+
+
+def run_learner(root: Path, student: str, work: list[str], timeout: float | None = None, env: dict | None = None,
                 poll: float = 0.2, usage: dict | None = None, feedback: bool = True,
                 flags: list[str] | None = None) -> dict[str, tuple[subprocess.CompletedProcess, float]]:
     """Autograde and give feedback for `student`'s `work` in course root `root`, one driver process
-    for all of them; each submission gets at most `timeout` seconds of wall-clock time. Returns, per
+    for all of them; each submission gets at most `timeout` seconds of wall-clock time (by default
+    the root's SubmissionRunner.timeout, grader_config.py). Returns, per
     assignment, what a stock `nbgrader autograde` run would have returned (returncode, log as
     stdout, traceback as stderr; -9 and "timed out after ..." for a submission that overran) and
     the seconds it took, feedback included. `usage`, if given, gets the CPU seconds the drivers
     and their kernels used added to usage["cpu"] (make bench-grade's core-seconds). `feedback`
     False: no feedback (make check); `flags`: nbgrader settings for the driver (nbgrader's own
     command-line form, --JudgedExecute.run_measurements=True)."""
+    timeout = submission_timeout(root) if timeout is None else timeout
     env = settings.child_env(env, base={**threads.WAIT, **os.environ})
     out: dict[str, tuple[subprocess.CompletedProcess, float]] = {}
     remaining = list(work)

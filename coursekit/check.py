@@ -1,10 +1,10 @@
 """`make check`: grade the learner's workspace with the hidden tests and print points per exercise.
 
 Grading one learner is grading a cohort of one: the workspace's notebooks are submitted to a
-scratch course root and graded by `coursekit.nbg.grade_learner`, the function `make grade` runs
+scratch course root and graded by `coursekit.grading.driver.grade_learner`, the function `make grade` runs
 for each learner (serially or on a cluster's workers), without the feedback pages, so a dead kernel, a renamed notebook, a time limit or a sandbox refusal is described to the
 learner exactly as to the instructor. The repository and the workspace are left untouched. The
-report gives each exercise's points and the one-sentence hint of every failing check.
+report (coursekit.grading.report.learner_report) gives each exercise's points and the one-sentence hint of every failing check.
 
 Notebooks are graded one at a time, each reported as soon as it is graded. A notebook whose answer
 cells are all still as released is not graded: it is one line, "not started: N exercises".
@@ -19,11 +19,13 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import OrderedDict
 from pathlib import Path
 
-from coursekit.nbg import NotebookResult, ScratchCourse, answer_sources
+from coursekit.grading.report import learner_report
+from coursekit.grading.results import NotebookResult
+from coursekit.grading.scratch import ScratchCourse
 from coursekit.paths import COURSE, WORKSPACE, assignments
+from coursekit.reference import answer_sources
 
 STUDENT = "me"
 
@@ -39,7 +41,7 @@ def grade_workspace(workspace: Path, which: list[str] | None = None) -> list[Not
             for nb in sorted((Path(workspace) / assignment).glob("*.ipynb")):
                 if not nb.stem.endswith(".course-update"):
                     course.submit(STUDENT, assignment, nb)
-            results += course.grade(assignment, STUDENT, feedback=False)
+            results += course.grade_submission(assignment, STUDENT, feedback=False)
     return results
 
 
@@ -77,37 +79,6 @@ def not_started(workspace: Path, assignment: str, course: Path = COURSE) -> int 
     return exercises
 
 
-def report(results: list[NotebookResult], total_line: bool = True) -> str:
-    lines, total, total_max = [], 0.0, 0.0
-    for r in results:
-        lines.append(f"{r.assignment}/{r.notebook}.ipynb")
-        if r.error:
-            lines.append(f"  not graded: {r.error}")
-        by_exercise: "OrderedDict[str, list]" = OrderedDict()
-        for cell in r.cells:
-            by_exercise.setdefault(cell.exercise, []).append(cell)
-        for exercise, cells in by_exercise.items():
-            got = sum(c.score for c in cells)
-            out_of = sum(c.max_score for c in cells)
-            mark = "ok " if got == out_of else "   "
-            lines.append(f"  {mark}{exercise:<28} {got:g}/{out_of:g}")
-            hints = [c.hint or "failed (no message)" for c in cells if c.score < c.max_score]
-            for hint in dict.fromkeys(hints):  # each distinct hint once, in cell order
-                lines.append(f"        - {hint}")
-        if not r.error:
-            for flag in r.flags:
-                lines.append(f"  ! {flag}")
-        for note in r.integrity:
-            lines.append(f"  ! the instructor will see: {note}")
-        if r.max_score:
-            lines.append(f"  {'points':<31} {r.score:g}/{r.max_score:g}")
-            total += r.score
-            total_max += r.max_score
-    if total_line:
-        lines.append(f"TOTAL {total:g}/{total_max:g}")
-    return "\n".join(lines)
-
-
 def check(workspace: Path, which: list[str], out=print) -> tuple[float, float]:
     """Grade `which` one at a time, reporting each as soon as it is graded; (points, out of) over the
     notebooks graded. Untouched notebooks are one line each and are not graded."""
@@ -122,7 +93,7 @@ def check(workspace: Path, which: list[str], out=print) -> tuple[float, float]:
         out(f"{assignment}: grading ...")
         t0 = time.perf_counter()
         results = grade_workspace(workspace, [assignment])
-        out(report(results, total_line=False))
+        out(learner_report(results, total_line=False))
         out(f"  ({time.perf_counter() - t0:.0f} s)")
         total += sum(r.score or 0 for r in results)
         total_max += sum(r.max_score or 0 for r in results)

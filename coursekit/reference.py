@@ -1,7 +1,9 @@
 """Generate solutions/reference/aNN_*.py from the solution regions of the source notebooks.
 
 The source notebook is the single place where a reference implementation is written; the
-checkers import the generated module. `--check` exits 1 when a committed module has drifted.
+checkers import the generated module. `answer_sources` reads a notebook's answer cells (make
+check: a notebook not started); `with_reference_answers` hands in a release notebook with the
+reference answers pasted in (the tests and the benchmarks). `--check` exits 1 when a committed module has drifted.
 
     python -m coursekit.reference          # regenerate
     python -m coursekit.reference --check  # fail on drift (tests/test_sync.py does the same)
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
+from pathlib import Path
 
 import nbformat
 
@@ -87,6 +90,26 @@ def parse(argv, doc: str):
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when a committed file has drifted")
     return ap.parse_args(argv)
+
+
+def answer_sources(path: Path) -> dict[str, str]:
+    """{grade_id: source} of a notebook's answer cells (nbgrader solution cells), in notebook order."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(path, as_version=4).cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def with_reference_answers(release_nb: Path, source_nb: Path, dest: Path, only=None) -> Path:
+    """The release notebook with the source's solution cells pasted in (markers removed), the way a
+    learner who wrote the reference answers would hand it in; `only`: just these exercises (grade_ids)."""
+    src = {gid: code for gid, code in answer_sources(source_nb).items() if only is None or gid in only}
+    nb = nbformat.read(release_nb, as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in src:
+            cell.source = strip_markers(src[gid])
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return dest
 
 
 def main(argv=None) -> int:

@@ -130,7 +130,7 @@ def verdict_call(source: str) -> tuple[str, str] | None:
 def exercise_of(grade_id: str) -> str:
     """The exercise a cell belongs to, from its grade_id: a visible test's `test_<exercise>__<what>`
     (test_accepted_pmf__literals -> accepted_pmf), a solution cell's `<exercise>` as it is. (A
-    hidden test names its exercise in its verdict call instead.) coursekit.nbg reports by it."""
+    hidden test names its exercise in its verdict call instead.) coursekit.grading.results reports by it."""
     return grade_id.removeprefix("test_").split("__")[0]
 
 

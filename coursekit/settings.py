@@ -1,10 +1,13 @@
 """Every environment variable the course reads: its name, what it does, its default, its type.
 
-Where nbgrader's own configuration has a setting (grader_config.py: a cell's CPU and wall-clock
-limits, whether grading runs the measurement cells, `JudgedExecute.run_measurements`), that is
-the only one; a variable here is for what nbgrader's configuration cannot reach (the sandbox's
-limits, which are set before the kernel starts; where a Dask worker unpacks its tasks; the test
-suite's and the hub's switches). Every module reads a variable through its `Setting` here, never
+Every limit and the sandbox's layer is a configurable trait of the class that enforces it, set in
+grader_config.py (a cell's CPU and wall-clock limits: JudgedExecute; a kernel's layer and resource
+limits: SandboxKernelManager, coursekit.judge.limits; a submission's wall-clock limit:
+SubmissionRunner, coursekit.batch). A variable here is for what must cross a process boundary or
+what nbgrader's configuration cannot reach: the sandbox's settings, which the kernel's launcher
+reads from its environment, each mapped to its trait (the variable, when set, wins over
+grader_config.py, and its default is the trait's); where a Dask worker unpacks its tasks; the test
+suite's and the hub's switches. Every module reads a variable through its `Setting` here, never
 by a bare string, and `child_env` is the one way a grading process passes settings (and the
 interpreter's bin folder, where nbgrader finds `alembic` and `jupyter`) to the processes it starts.
 tests/test_settings.py checks that no other file of the repository names a COURSE_ variable that
@@ -19,6 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from coursekit.judge.limits import LAYERS, default
 
 GiB = 1024 ** 3
 
@@ -54,9 +59,6 @@ class Setting:
         return self.name
 
 
-LAYERS = ("bubblewrap", "landlock", "audit")  # coursekit.judge.sandbox's names for them
-
-
 def _layer(text: str) -> str:
     if text not in ("auto", *LAYERS):
         raise ValueError(f"COURSE_SANDBOX={text}: one of auto, {', '.join(LAYERS)}")
@@ -77,19 +79,22 @@ def _declare(*args, **kw) -> Setting:
 
 
 # ---- the grading sandbox (coursekit.judge.sandbox): read by the kernel's launcher, before the kernel starts
-SANDBOX = _declare("COURSE_SANDBOX", "auto", "the layer around grading kernels: auto (the strongest this "
+SANDBOX = _declare("COURSE_SANDBOX", default("layer"), "the layer around grading kernels: auto (the strongest this "
                    "machine has), bubblewrap, landlock or audit (the audit hook alone); a named layer this machine "
-                   "lacks is an error", _layer, "sandbox")
+                   "lacks is an error (when set, wins over grader_config.py's SandboxKernelManager.layer)",
+                   _layer, "sandbox")
 SANDBOX_REQUIRE = _declare("COURSE_SANDBOX_REQUIRE", "", "layers that must be available (comma-separated; CI: "
                            "bubblewrap,landlock): their absence is an error, and their tests fail instead of "
                            "skipping", _layers, "sandbox")
-SANDBOX_MEMORY = _declare("COURSE_SANDBOX_MEMORY", str(8 * GiB), "a grading kernel's address space, bytes", int, "sandbox")
-SANDBOX_CPU = _declare("COURSE_SANDBOX_CPU", "900", "a grading kernel's CPU time, seconds (then it is killed; a "
-                       "cell's own limit is grader_config.py's JudgedExecute.cpu_timeout)", int, "sandbox")
-SANDBOX_FILE = _declare("COURSE_SANDBOX_FILE", str(64 * 1024 ** 2), "the largest file a grading kernel may write, "
-                        "bytes", int, "sandbox")
-SANDBOX_PROCESSES = _declare("COURSE_SANDBOX_PROCESSES", "64", "processes a non-root grader's kernel may have",
-                             int, "sandbox")
+SANDBOX_MEMORY = _declare("COURSE_SANDBOX_MEMORY", str(default("memory_limit")), "a grading kernel's address "
+                          "space, bytes (SandboxKernelManager.memory_limit)", int, "sandbox")
+SANDBOX_CPU = _declare("COURSE_SANDBOX_CPU", str(default("cpu_limit")), "a grading kernel's CPU time, seconds "
+                       "(SandboxKernelManager.cpu_limit; then it is killed; a cell's own limit is "
+                       "JudgedExecute.cpu_timeout)", int, "sandbox")
+SANDBOX_FILE = _declare("COURSE_SANDBOX_FILE", str(default("file_limit")), "the largest file a grading kernel may "
+                        "write, bytes (SandboxKernelManager.file_limit)", int, "sandbox")
+SANDBOX_PROCESSES = _declare("COURSE_SANDBOX_PROCESSES", str(default("process_limit")), "processes a non-root "
+                             "grader's kernel may have (SandboxKernelManager.process_limit)", int, "sandbox")
 SANDBOX_PROTECT = _declare("COURSE_SANDBOX_PROTECT", "", "more course roots whose grading data a kernel may not "
                            "read (os.pathsep-separated; make grade sets it for its workers)", _paths, "sandbox")
 SANDBOX_MODE = _declare("COURSE_SANDBOX_MODE", "", "set for each grading kernel by its launcher "
@@ -101,7 +106,7 @@ KERNEL_THREADS = _declare("COURSE_KERNEL_THREADS", "1", "torch/BLAS threads of e
 TIMING_REPEATS = _declare("COURSE_TIMING_REPEATS", "", "the most repeats specdec.timing makes of one "
                           "measurement (the sandbox sets 1 in grading kernels; specdec.timing reads it)", who="sandbox")
 
-# ---- grading runs (coursekit.grade, coursekit.judge)
+# ---- grading runs (coursekit.grading, coursekit.judge)
 GRADING_SCRATCH = _declare("COURSE_GRADING_SCRATCH", "", "where a Dask worker unpacks its learners "
                            "(default: the temp folder)", lambda t: Path(t) if t else None)
 GRADING_PROFILE = _declare("COURSE_GRADING_PROFILE", "", "a file: each graded notebook appends one json line "

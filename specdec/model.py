@@ -26,6 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from specdec.madeby import MadeBy, factories, register  # noqa: F401 - MadeBy, factories: their old home
+
 WEIGHTS = Path(__file__).resolve().parent / "weights"
 
 
@@ -236,52 +238,7 @@ def load(name: str, device: str | torch.device | None = None) -> TinyGPT:
     return model.to(device).eval()
 
 
-@dataclass(frozen=True)
-class MadeBy:
-    """How a model was made: a factory of `factories()`, its arguments (plain values) and, for a
-    factory that returns a pair, which model of it (`item`). A hidden test's checker passes the
-    course's models to the learner's function; while grading, the checker runs in the grader's
-    process and the learner's function in the kernel, so the model crosses as this description
-    and the kernel makes its own copy (coursekit.judge.wire)."""
-    factory: str
-    kwargs: tuple = ()  # sorted (name, value) pairs: hashable, so the kernel builds each model once
-    item: int | None = None
-
-    def __init__(self, factory: str, kwargs: dict | None = None, item: int | None = None):
-        object.__setattr__(self, "factory", factory)
-        object.__setattr__(self, "kwargs", tuple(sorted((kwargs or {}).items())))
-        object.__setattr__(self, "item", item)
-
-    def to_json(self) -> dict:
-        return {"factory": self.factory, "kwargs": dict(self.kwargs), "item": self.item}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "MadeBy":
-        """The description, checked: a factory of the table, plain arguments, an integer item."""
-        factory, kwargs, item = data["factory"], data["kwargs"], data["item"]
-        if factory not in factories():
-            raise TypeError(f"no model factory {factory!r}")
-        if not isinstance(kwargs, dict) or not all(
-                isinstance(k, str) and (v is None or type(v) in (bool, int, float, str)) for k, v in kwargs.items()):
-            raise TypeError("a model factory's arguments must be plain values")
-        if not (item is None or type(item) is int):
-            raise TypeError("a model's item must be an integer")
-        return cls(factory, kwargs, item)
-
-    def build(self):
-        made = factories()[self.factory](**dict(self.kwargs))
-        return made if self.item is None else made[self.item]
-
-
-def factories() -> dict:
-    """The factories whose models can cross grading's pipe, by the name `MadeBy.factory` gives.
-    Each sets `made_by` on what it returns; a new kind of model that a checker passes to the
-    learner's function is added here and sets its own `made_by` (tests/test_judge.py checks that
-    every factory's models cross and come back equal)."""
-    from specdec.serving import PassTime
-    from specdec.toy import text_pair, toy_pair
-
-    return {"load": load, "toy_pair": toy_pair, "text_pair": text_pair, "pass_time": PassTime}
+register("load", load)
 
 
 def save(model: TinyGPT, name: str, card: dict) -> None:

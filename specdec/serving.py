@@ -32,6 +32,8 @@ from typing import Callable
 
 import numpy as np
 
+from specdec.madeby import MadeBy, register
+
 
 class PassTime:
     """Seconds of one pass of a model over `batch` rows that each score `tokens` new positions after
@@ -48,14 +50,12 @@ class PassTime:
     last slope). A flat pass (floor), a compute-bound one (per_position), the roofline with the
     cache (all four), an affine one, a step-shaped one (tile) or a measured one (knots).
 
-    Callable, and made by a factory of `specdec.model.factories`, so a checker's pass-time model can
+    Callable, and made by a factory of `specdec.madeby.factories`, so a checker's pass-time model can
     cross to the learner's kernel while grading (coursekit.judge.wire) as a description, never as
     code: its arguments are plain numbers and one string."""
 
     def __init__(self, floor: float = 0.0, per_position: float = 0.0, fixed: float = 0.0, per_cached: float = 0.0,
                  per_pair: float = 0.0, tile: int = 0, knots: str = ""):
-        from specdec.model import MadeBy
-
         self.floor, self.per_position, self.fixed = float(floor), float(per_position), float(fixed)
         self.per_cached, self.per_pair = float(per_cached), float(per_pair)
         self.tile, self.knots = int(tile), str(knots)
@@ -99,6 +99,9 @@ class PassTime:
 
     def __hash__(self) -> int:
         return hash(self.made_by)
+
+
+register("pass_time", PassTime)
 
 
 @dataclass

@@ -29,7 +29,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from specdec.model import Config, MadeBy
+from specdec.madeby import MadeBy, register
+from specdec.model import Config
 
 _CLOCK = itertools.count()  # one clock for every toy model, so a checker can interleave two models' events
 
@@ -225,3 +226,7 @@ def toy_pair(device: str | torch.device = "cpu", close: bool = False,
     if close:
         draft = (target + draft) / 2
     return _build((target, draft), device, cache, "toy_pair", {"device": str(device), "close": close, "cache": cache})
+
+
+register("toy_pair", toy_pair)
+register("text_pair", text_pair)

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from coursekit.lab import command
-from coursekit.nbg import with_reference_answers
+from coursekit.reference import with_reference_answers
 from coursekit.paths import COURSE, REPO, SOURCE
 from coursekit.workspace import sync
 from coursekit import settings

@@ -27,7 +27,7 @@ import time
 import numpy as np
 import pytest
 
-from coursekit.grade import grade
+from coursekit.grading.cohort import grade_course as grade
 from tests.support.e2e import derived_class
 from tests.support.notebooks import fill
 from tests.support.shared import copy_course

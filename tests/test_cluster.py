@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from coursekit.cluster import LoopbackCluster
+from coursekit.grading.cluster import LoopbackCluster
 from coursekit import settings
-from coursekit.grade import grade
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.cohort import grade_course as grade
+from coursekit.grading.scratch import ScratchCourse
 from tests.support.cohort import HINT, answers
 from tests.support.cohort import grades_csv as exchange_grades_csv
 from tests.support.notebooks import fill

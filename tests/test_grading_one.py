@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from coursekit import registry
-from coursekit.nbg import with_reference_answers
+from coursekit.reference import with_reference_answers
 from tests.support.e2e import (STUB_HINT, assert_graded_as_catalogued, assert_hidden_tests_stay_hidden,
                                 assert_release_is_committed, derived_class)
 
@@ -58,9 +58,9 @@ def test_make_grade_runs_the_left_out_cells_with_nbgraders_own_setting(tmp_path,
     otherwise leaves out run, and the grade is the same."""
     import nbformat
 
-    from coursekit.grade import grade
+    from coursekit.grading.cohort import grade_course as grade
     from coursekit.judge.messages import SKIPPED
-    from coursekit.nbg import with_reference_answers
+    from coursekit.reference import with_reference_answers
     from tests.support.shared import copy_course
 
     A = "01_acceptance_chain"

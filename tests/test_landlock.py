@@ -172,8 +172,8 @@ def test_a_missing_layer_that_is_asked_for_is_an_error(monkeypatch):
 
 def test_the_report_says_which_layer_graded_each_notebook():
     """The layer is recorded where each notebook was graded (a cluster's workers may differ)."""
-    from coursekit.grade import report
-    from coursekit.nbg import NotebookResult
+    from coursekit.grading.report import cohort_report as report
+    from coursekit.grading.results import NotebookResult
 
     one = NotebookResult("a", "01", "01", sandbox="bubblewrap")
     assert report([one]).startswith("Grading kernels ran under: bubblewrap\n")

@@ -1,4 +1,4 @@
-"""coursekit.merge: learners recorded in batches give the very gradebook that one-at-a-time
+"""coursekit.grading.merge: learners recorded in batches give the very gradebook that one-at-a-time
 nbgrader (`merge_gradebook`, what `make grade` did per learner) gives, and their folders land
 where the old copy put them.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from coursekit.merge import Merger, MergeError, dump, merge_folders, merge_gradebook, merge_many
+from coursekit.grading.merge import Merger, MergeError, dump, merge_folders, merge_gradebook, merge_many
 
 CELLS = {  # assignment -> notebook -> [(name, kind)]
     "a1": {"nb1": [("g1", "grade"), ("s1", "solution"), ("m1", "grade"), ("m1", "solution"), ("t1", "task")],
@@ -30,7 +30,7 @@ CELLS = {  # assignment -> notebook -> [(name, kind)]
 }
 STUDENTS = [f"learner{k}" for k in range(8)]
 # nbgrader's add_submission (building the cohort, and the one-at-a-time merge) warns about rows it
-# builds before adding them to the session; they are stored correctly (coursekit.grade says so too)
+# builds before adding them to the session; they are stored correctly (coursekit.grading.gradebook says so too)
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 
 

@@ -5,7 +5,7 @@ import inspect
 import pytest
 
 from coursekit import registry
-from coursekit.nbg import CellResult
+from coursekit.grading.results import CellResult
 from coursekit.paths import assignments
 from tests.support.catalogue import answers
 
@@ -26,7 +26,7 @@ def test_every_exercise_has_hidden_tests_and_points(a):
         # points only where the verdict is made outside the learner's kernel (coursekit.judge)
         assert (cell.points > 0) == bool(cell.checker), cell
         assert cell.exercise in a.exercises, f"{cell.grade_id} tests {cell.exercise}, which no solution cell defines"
-        # the graded results (coursekit.nbg) find a cell's exercise from its grade_id (registry.exercise_of):
+        # the graded results (coursekit.grading.results) find a cell's exercise from its grade_id (registry.exercise_of):
         # a hidden test's grade_id must name the exercise its verdict call checks
         assert CellResult(cell.grade_id, 0, 0).exercise == cell.exercise, cell.grade_id
     assert a.max_score == sum(c.points for c in a.cells) > 0

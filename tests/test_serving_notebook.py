@@ -83,7 +83,7 @@ def test_no_untouched_release_is_flagged_and_a_learners_own_network_code_is():
 
     import nbformat
 
-    from coursekit.nbg import given_code, scan
+    from coursekit.grading.integrity import given_code, scan
     from coursekit.paths import COURSE, SOURCE, assignments
 
     for a in assignments():

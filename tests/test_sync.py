@@ -40,7 +40,7 @@ def test_generate_works_run_by_the_environments_python_without_activating_it(tmp
     import subprocess
     import sys
 
-    from coursekit.nbg import scratch_root
+    from coursekit.grading.scratch import scratch_root
 
     scratch_root(tmp_path)
     assert not (tmp_path / "gradebook.db").exists()

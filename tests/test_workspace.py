@@ -3,7 +3,8 @@
 import pytest
 
 from coursekit import workspace
-from coursekit.check import check, grade_workspace, not_started, report, resolve
+from coursekit.check import check, grade_workspace, not_started, resolve
+from coursekit.grading.report import learner_report as report
 from coursekit.paths import COURSE, SOURCE
 from tests.support.notebooks import with_reference_answers
 
@@ -146,7 +147,7 @@ def test_check_describes_failures_as_make_grade_does(tmp_path):
     learner in the instructor's words, with what the integrity scan saw."""
     import nbformat
 
-    from coursekit.nbg import DEAD
+    from coursekit.grading.results import DEAD
 
     ws = tmp_path / "ws"
     workspace.sync(COURSE, ws)

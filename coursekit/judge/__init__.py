@@ -13,8 +13,11 @@ the learner's code cannot reach.
   notebook's time (settings.GRADING_PROFILE).
 - verdict.py: the checker found by its name, and the one catch-all that turns whatever stops a
   check into a sentence; messages.py: every sentence grading itself says to the learner.
-- channel.py (grader's end) and wire.py (the format and the kernel's end). wire.py is the only
-  module of this package the kernel imports; it imports nothing of `solutions`, and this file
-  imports nothing, so `import coursekit.judge.wire` in the kernel loads no checker.
-- sandbox.py: the kernel's launcher and manager (resource limits, the audit hook, bubblewrap).
+- channel.py (grader's end) and wire.py (the kernel's end: the loop that answers calls; the values
+  in codec.py, the frames in frames.py). wire.py, with those two, is all of this package the
+  kernel imports; none imports anything of `solutions`, and this file imports nothing, so
+  `import coursekit.judge.wire` in the kernel loads no checker.
+- sandbox.py: the kernel's manager and launcher; limits.py: its layer and resource limits as
+  traits (grader_config.py); layers.py: which layers this machine has; rules.py: the audit hook;
+  reaper.py: no process outlives grading; landlock.py: the Landlock layer's system calls.
 """

@@ -5,7 +5,7 @@ solutions/checks/; the sentences here are the ones grading itself says: an exerc
 an answer that could not be checked, a kernel that stopped answering, a cell that ran too long,
 a cell that grading leaves out, a notebook that could not be graded. The judge
 (coursekit.judge), the checkers' shared helpers (solutions/checks/_common.py) and the reader of
-nbgrader's results (coursekit.nbg) all take them from here.
+nbgrader's results (coursekit.grading.results) all take them from here.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def cpu_limit(seconds: float) -> str:
             "while grading) and was interrupted: an endless loop, or far too slow an implementation.")
 
 
-# What the reader of an autograded notebook (coursekit.nbg) says about a cell's exception that is
+# What the reader of an autograded notebook (coursekit.grading.results) says about a cell's exception that is
 # not a failing test, and about a notebook that nbgrader gave up on.
 ERRORS = {
     "CellTimeoutError": "a cell ran past the time limit and was interrupted",

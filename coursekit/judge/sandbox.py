@@ -1,47 +1,30 @@
 """The sandbox that learners' code runs in while it is graded (nbgrader autograde, `make check`,
-`make grade`).
+`make grade`): the kernel's manager and launcher, and what a kernel may not see.
 
 grader_config.py sets `c.Execute.kernel_manager_class` to `SandboxKernelManager`, so every
 grading kernel starts as `python -m coursekit.judge.sandbox -f <connection file>` instead of
-`python -m ipykernel_launcher`, under one of three layers (`mode()`: COURSE_SANDBOX names one, or
-`auto` takes the strongest this machine has; `describe()` is what the report says):
+`python -m ipykernel_launcher`, under one of three layers (coursekit.judge.layers: bubblewrap,
+Landlock, the audit hook alone; the manager's `layer`, `auto` by default, takes the strongest this
+machine has). The layer and the kernel's resource limits are the manager's traits
+(coursekit.judge.limits: set in grader_config.py; an environment variable, when set, wins).
 
-- BWRAP, bubblewrap, where it can create namespaces (`bwrap_command`): own mount, PID, IPC and
-  network namespaces; the file system read-only; the grading data, references, checkers and
-  source notebooks hidden; writable only the learner's folder, a private /tmp and a private
-  folder for the kernel's sockets and the judge's pipes.
-- LANDLOCK, where bubblewrap cannot run but the Linux kernel has Landlock (coursekit.judge.landlock:
-  what each ABI adds, what it leaves out): before ipykernel starts any thread, the kernel
-  restricts itself and all it will start to reading what a kernel needs (`landlock_paths`: not
-  the grading data, the references, home or /tmp), writing only the learner's folder and a
-  private folder (its sockets, the judge's pipes, TMPDIR), executing nothing, no TCP bind or
-  connect, no signals or abstract sockets outside its own domain. No root, no namespaces.
-- AUDIT, the audit hook alone (below), where neither works: native code is not contained.
+In every layer the launcher (`main`), before the kernel starts:
 
-In every layer the launcher, before the kernel starts:
-
-1. sets resource limits (kernel and any child): address space LIMITS["memory"] bytes, CPU time
-   LIMITS["cpu"] seconds (then the kernel is killed), files written at most LIMITS["file"]
-   bytes, no core dumps, and LIMITS["processes"] processes for a non-root grader;
+1. sets resource limits (kernel and any child): address space `memory_limit` bytes, CPU time
+   `cpu_limit` seconds (then the kernel is killed), files written at most `file_limit` bytes, no
+   core dumps, and `process_limit` processes for a non-root grader;
 2. imports numpy and matplotlib (building its font cache on a fresh machine), so that their
    own start-up work is done before any rule applies (torch imports fine under the rules);
-3. initialises the kernel (connection file, IPython profile and history), then installs a
-   Python audit hook (PEP 578) that, from then on, refuses with PermissionError:
-   - network: every `socket.connect`, `bind`, `sendto`, `getaddrinfo` from Python code;
-   - processes: `os.fork`, `subprocess`, `os.system`, `os.exec*`, `os.posix_spawn`, `pty`;
-   - writing, creating, renaming or deleting files outside the kernel's working folder (the
-     learner's own autograded folder), the temp folder and the private folder;
-   - opening or listing the grading data at all: the gradebook, grades.csv, the course root's
-     source/ (solutions), submitted/, autograded/ and feedback/ folders, except its own folder,
-     and the `solutions` package (references and checkers: coursekit.judge runs them outside);
-     under parallel grading (`make grade`, coursekit.grade) the same for the main course root
-     named by COURSE_SANDBOX_PROTECT (a list: the worker's run folder and the main course root),
-     and their .grading/ folders of other learners' scratch roots.
-   Every refusal is also appended to `.sandbox-refusals.log` in the working folder.
+3. under Landlock, restricts itself (`landlock_paths`);
+4. initialises the kernel (connection file, IPython profile and history), then installs the
+   audit hook (coursekit.judge.rules) over what it must not see (`hidden_paths`): the gradebook,
+   grades.csv, the course root's source/ (solutions), submitted/, autograded/ and feedback/
+   folders, except its own folder, and the `solutions` package (references and checkers:
+   coursekit.judge runs them outside); under parallel grading (`make grade`) the same for the
+   course roots named by COURSE_SANDBOX_PROTECT (the worker's run folder and the main course
+   root), and their .grading/ folders of other learners' scratch roots.
 
-And the grader (the process that starts kernels) becomes a child subreaper (`adopt_orphans`):
-what a kernel leaves running (a double fork, `sleep &` from native code) becomes its child, not
-init's, and is killed when the notebook is done (`end_strays`), under every layer.
+And the grader becomes a child subreaper (coursekit.judge.reaper): no process outlives grading.
 
 What it guarantees: well-behaved Python code (including the learner's, the libraries' and the
 checkers') cannot reach the network, start processes, write outside its folder or read other
@@ -57,7 +40,6 @@ concludes: hidden tests are judged in the grader's process (coursekit.judge.exec
 from __future__ import annotations
 
 import os
-import resource
 import sys
 from pathlib import Path
 
@@ -65,25 +47,42 @@ from jupyter_client.ioloop import AsyncIOLoopKernelManager
 from traitlets import Bool
 
 from coursekit import settings, threads
+# the layers, the reaper and the rules under the names this module always had
+from coursekit.judge.layers import (  # noqa: F401
+    AUDIT, BWRAP, LANDLOCK, LAYERS, WHY_MISSING, _MODE, available, describe, mode,
+)
+from coursekit.judge.limits import ENVIRONMENT, KernelLimits, set_limits
+from coursekit.judge.reaper import adopt_orphans, children, end_strays  # noqa: F401
+from coursekit.judge.rules import install_rules
 
-GiB = 1024 ** 3
-LIMITS = dict(memory=settings.SANDBOX_MEMORY.get(), cpu=settings.SANDBOX_CPU.get(),
-              file=settings.SANDBOX_FILE.get(), processes=settings.SANDBOX_PROCESSES.get())
-
-NETWORK = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
-           "socket.gethostbyname", "socket.gethostbyaddr"}
-PROCESS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
-           "pty.spawn", "os.kill", "os.killpg"}
-FS_CHANGE = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link", "os.symlink",
-             "os.truncate", "shutil.rmtree", "shutil.move", "os.utime"}
-# what /proc shows of another process that can hold secrets (libraries read others' stat, status)
-PRIVATE_PROC = {"environ", "cmdline", "mem", "maps", "smaps", "fd", "fdinfo", "cwd", "root", "exe", "auxv", "stack",
-                "syscall", "map_files", "task", "pagemap"}
 GRADING_DATA = ("gradebook.db", "grades.csv", "source", "submitted", "autograded", "feedback")
 SCRATCH_ROOTS = ".grading"  # where parallel grading puts each learner's scratch course root
+LIMIT_SETTINGS = {"memory_limit": settings.SANDBOX_MEMORY, "cpu_limit": settings.SANDBOX_CPU,
+                  "file_limit": settings.SANDBOX_FILE, "process_limit": settings.SANDBOX_PROCESSES}
 
 
-class SandboxKernelManager(AsyncIOLoopKernelManager):
+def from_environment(limits: KernelLimits, environ=None) -> KernelLimits:
+    """`limits` with every trait whose environment variable is set (ENVIRONMENT) taken from it:
+    the variable wins over grader_config.py."""
+    for trait, name in ENVIRONMENT.items():
+        setting = settings.BY_NAME[name]
+        if setting.is_set(environ):
+            setattr(limits, trait, setting.get(environ))
+    return limits
+
+
+def configured(config=None) -> KernelLimits:
+    """The sandbox's settings a grading kernel would get from nbgrader configuration `config`
+    (coursekit.grading.config.course_config: grader_config.py), the environment winning."""
+    limits = KernelLimits()
+    for section in ("KernelLimits", "SandboxKernelManager"):
+        for trait, value in ((config or {}).get(section) or {}).items():
+            if limits.has_trait(trait):
+                setattr(limits, trait, value)
+    return from_environment(limits)
+
+
+class SandboxKernelManager(KernelLimits, AsyncIOLoopKernelManager):
     """Starts the grading kernel through this module instead of ipykernel_launcher, with one
     torch/BLAS thread and OpenMP's passive wait (coursekit.threads).
 
@@ -93,18 +92,24 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
 
     autorestart = Bool(False, config=True, help="Restart a grading kernel that dies (no: report it).")
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        from_environment(self)  # a variable set in the grader's environment wins over grader_config.py
+
     async def _async_pre_start_kernel(self, **kw):
         """Under bubblewrap the kernel has its own network namespace, and under Landlock it may not
         bind TCP ports, so it talks to the grader over unix sockets (ZMQ's ipc transport) in a
         private folder that also holds its connection file and the judge's pipes; nothing of other
         kernels (their connection files and keys) is visible to it."""
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
-        self._layer = mode()
+        self._layer = mode(self.layer)
         adopt_orphans()  # this process inherits whatever the kernel leaves running (ended at cleanup)
         self._children_before = children()
         # one torch/BLAS thread and a passive OpenMP wait (coursekit.threads: why)
         # and timings that only need to run: specdec.timing makes one repeat of each
         values = {**threads.env(threads.KERNEL_THREADS), settings.TIMING_REPEATS: 1, settings.SANDBOX_MODE: self._layer}
+        # the limits cross to the launcher (main) in the kernel's environment
+        values.update({setting: getattr(self, trait) for trait, setting in LIMIT_SETTINGS.items()})
         if self._layer in (BWRAP, LANDLOCK):
             import tempfile
 
@@ -155,25 +160,9 @@ class SandboxKernelManager(AsyncIOLoopKernelManager):
         if "ipykernel_launcher" in cmd:
             i = cmd.index("ipykernel_launcher")
             cmd = [sys.executable, "-m", "coursekit.judge.sandbox", *cmd[i + 1:]]
-        if mode() == BWRAP:
+        if (getattr(self, "_layer", None) or mode(self.layer)) == BWRAP:
             cmd = bwrap_command(cmd, getattr(self, "_workdir", Path.cwd()), self._private)
         return cmd
-
-
-def _limit(kind, value):
-    soft, hard = resource.getrlimit(kind)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(kind, (value, value if hard == resource.RLIM_INFINITY else hard))
-
-
-def set_limits() -> None:
-    _limit(resource.RLIMIT_AS, LIMITS["memory"])
-    _limit(resource.RLIMIT_CPU, LIMITS["cpu"])
-    _limit(resource.RLIMIT_FSIZE, LIMITS["file"])
-    _limit(resource.RLIMIT_CORE, 0)
-    if os.getuid() != 0:
-        _limit(resource.RLIMIT_NPROC, LIMITS["processes"])
 
 
 def _warm_up() -> None:
@@ -188,122 +177,6 @@ def _warm_up() -> None:
         import matplotlib.pyplot  # noqa: F401
     except ImportError:
         pass
-
-
-BWRAP, LANDLOCK, AUDIT = "bubblewrap", "landlock", "audit"  # the values of COURSE_SANDBOX
-LAYERS = (BWRAP, LANDLOCK, AUDIT)
-
-
-def available(layer: str) -> bool:
-    """Whether grading kernels can run under `layer` on this machine (probed once per process)."""
-    if layer not in _MODE:
-        if layer == BWRAP:
-            import shutil
-            import subprocess
-
-            exe = shutil.which("bwrap")
-            _MODE[layer] = bool(exe) and subprocess.run(
-                [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net",
-                 "--unshare-ipc", "--die-with-parent", "true"], capture_output=True).returncode == 0
-        elif layer == LANDLOCK:
-            from coursekit.judge import landlock
-
-            _MODE[layer] = landlock.abi() >= 1
-        else:
-            _MODE[layer] = True
-    return _MODE[layer]
-
-
-WHY_MISSING = {BWRAP: "bubblewrap is missing or cannot create namespaces here (Debian: apt-get install bubblewrap)",
-               LANDLOCK: "this Linux kernel has no Landlock (5.13 or newer, enabled at boot: lsm=...,landlock)"}
-
-
-def mode() -> str:
-    """The layer that sandboxes grading kernels on this machine: COURSE_SANDBOX names one (its
-    absence is then an error), or `auto` takes the strongest available: bubblewrap where it can
-    create namespaces, else Landlock where the Linux kernel has it, else the audit hook alone.
-    A layer named in COURSE_SANDBOX_REQUIRE (CI: bubblewrap,landlock) must be available."""
-    for layer in settings.SANDBOX_REQUIRE.get():
-        if not available(layer):
-            raise RuntimeError(f"{settings.SANDBOX_REQUIRE.name} names {layer}, but {WHY_MISSING[layer]}")
-    wanted = settings.SANDBOX.get()
-    if wanted != "auto":
-        if not available(wanted):
-            raise RuntimeError(f"{settings.SANDBOX.name}={wanted}, but {WHY_MISSING[wanted]}")
-        return wanted
-    return next(layer for layer in LAYERS if available(layer))
-
-
-def describe(layer: str) -> str:
-    """What the report says graded a run."""
-    if layer == BWRAP:
-        return "bubblewrap"
-    if layer == LANDLOCK:
-        from coursekit.judge import landlock
-
-        return f"Landlock (ABI {landlock.abi()}) with the audit hook"
-    missing = [WHY_MISSING[other] for other in (BWRAP, LANDLOCK) if not available(other)]
-    return "audit hook only (" + ("; ".join(missing) if missing else f"{settings.SANDBOX.name}=audit") + \
-        ": native code is not contained)"
-
-
-_MODE: dict = {}
-
-
-PR_SET_CHILD_SUBREAPER = 36
-_SUBREAPER: list = []
-
-
-def adopt_orphans() -> None:
-    """Make this process (the grader) a child subreaper: a process that a kernel starts and
-    leaves behind (a double fork, `sleep &` from native code) becomes this process's child when
-    its parent exits, instead of init's, so `end_strays` can find and end it."""
-    if not _SUBREAPER:
-        import ctypes
-
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-        _SUBREAPER.append(True)
-
-
-def children() -> set[int]:
-    """The process ids whose parent is this process (zombies included)."""
-    me, found = os.getpid(), set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == me:
-                found.add(int(entry.name))
-    return found
-
-
-def end_strays(before: set[int]) -> list[int]:
-    """Kill and reap every child of this process that was not one `before` the kernel started:
-    once the kernel is gone, those are what it left running (this process is their subreaper).
-    Repeats until none is left, as each killed one's own children become ours in turn."""
-    import signal
-
-    ended: list[int] = []
-    for _ in range(1000):
-        strays = children() - before
-        if not strays:
-            break
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in strays:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        ended += sorted(strays)
-    return ended
 
 
 def _course_roots(workdir: Path) -> list[Path]:
@@ -429,80 +302,8 @@ def apply_landlock(workdir: Path, private: Path) -> int:
     return landlock.restrict(readable, writable)
 
 
-def install_rules(workdir: Path) -> None:
-    workdir = workdir.resolve()
-    temp = Path(os.environ.get("TMPDIR", "/tmp")).resolve()
-    private = settings.SANDBOX_PRIVATE.get()  # under Landlock: the kernel's sockets, the judge's pipes, TMPDIR
-    private = private.resolve() if private else None
-    # the references and checkers are among them: the hidden tests are judged in the grader's
-    # process (coursekit.judge.execute), so nothing in the kernel needs them
-    blocked = hidden_paths(workdir)
-    roots = _course_roots(workdir)  # no writes there even when they lie under the temp folder
-    log = workdir / ".sandbox-refusals.log"
-    state = {"inside": False}
-
-    def inside(path, base):
-        try:
-            return path == base or base in path.parents
-        except TypeError:
-            return False
-
-    def grading_data(path):
-        return any(inside(path, b) for b in blocked) and not inside(path, workdir)
-
-    def resolve(path):
-        if isinstance(path, int):
-            return None
-        try:
-            return Path(os.fsdecode(path)).resolve()
-        except (TypeError, ValueError, OSError):
-            return None
-
-    def refuse(what):
-        if not state["inside"]:
-            state["inside"] = True
-            try:
-                with open(log, "a") as f:
-                    f.write(what + "\n")
-            finally:
-                state["inside"] = False
-        raise PermissionError(f"not allowed while grading: {what}")
-
-    def hook(event, args):
-        if state["inside"]:
-            return
-        if event in NETWORK:
-            refuse(f"network ({event})")
-        elif event == "os.kill" and args and args[0] == os.getpid():
-            return  # ipykernel interrupts itself this way (an interrupt_request under bubblewrap)
-        elif event == "os.killpg" and args and args[0] == os.getpid() == os.getpgrp():
-            return  # and this way where it leads its process group (under Landlock)
-        elif event in PROCESS:
-            refuse(f"starting processes ({event})")
-        elif event in ("os.listdir", "os.scandir"):
-            path = resolve(args[0]) if args and args[0] is not None else None
-            if path is not None and grading_data(path):
-                refuse(f"listing grading data ({path})")
-        elif event == "open" or event in FS_CHANGE:
-            path = resolve(args[0]) if args else None
-            if path is None:
-                return
-            writing = event != "open" or (isinstance(args[1], str) and any(m in args[1] for m in "wax+")) or (
-                isinstance(args[2], int) and args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
-            if grading_data(path):
-                refuse(f"opening grading data ({path})")
-            if len(path.parts) > 3 and path.parts[1] == "proc" and path.parts[2].isdigit() \
-                    and int(path.parts[2]) != os.getpid() and path.parts[3] in PRIVATE_PROC:
-                refuse(f"reading another process ({path})")
-            in_temp = (inside(path, temp) or (private and inside(path, private))) and not any(inside(path, r) for r in roots)
-            if writing and not (inside(path, workdir) or in_temp or str(path).startswith("/dev/")):
-                refuse(f"writing outside the learner's folder ({path})")
-
-    sys.addaudithook(hook)
-
-
 def main() -> None:
-    set_limits()
+    set_limits(**{trait: setting.get() for trait, setting in LIMIT_SETTINGS.items()})  # as the manager passed them
     _warm_up()
     if settings.SANDBOX_MODE.get() == LANDLOCK:  # before ipykernel starts any thread (landlock.restrict)
         apply_landlock(Path.cwd(), settings.SANDBOX_PRIVATE.get())
@@ -522,7 +323,7 @@ def main() -> None:
     # and Validate, which checks every cell (Validator.validate_all) and cannot take that step,
     # would report a correct cell that warned (a RuntimeWarning from 0/0 handled by np.where) as failed.
     warnings.simplefilter("ignore")
-    install_rules(Path.cwd())
+    install_rules(Path.cwd(), hidden_paths(Path.cwd()), _course_roots(Path.cwd()), settings.SANDBOX_PRIVATE.get())
     app.start()
 
 

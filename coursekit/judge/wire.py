@@ -9,11 +9,11 @@ checker and no expected value, and imports nothing of `solutions`.
 
 - The codec: numbers, strings, lists, tuples, dicts, numpy arrays and scalars, torch tensors and
   devices, numpy and torch random generators, and the course's models by how they were made
-  (`specdec.model.MadeBy`, rebuilt from the factory table `specdec.model.factories`). Both sides
+  (`specdec.madeby.MadeBy`, rebuilt from its factory table; coursekit.judge.codec). Both sides
   decode with `json` and `numpy.frombuffer` (plain numeric dtypes only): nothing received is
   executed, and only the kernel's side rebuilds models.
 - One framing for both ends: an 8-byte little-endian length, then that many bytes of JSON, at
-  most MAX_FRAME (`frame`, `frame_size`).
+  most MAX_FRAME (`frame`, `frame_size`; coursekit.judge.frames).
 - Calls travel in batches (a single call is a batch of one): a batch names each generator or model
   once and its calls share it, as a loop of local calls would. Each call's reply carries the
   return value and the arguments the function changed (so the checker sees in-place changes as
@@ -22,219 +22,18 @@ checker and no expected value, and imports nothing of `solutions`.
 """
 from __future__ import annotations
 
-import base64
-import json
 import os
-import struct
-import sys
 import warnings
 
 import numpy as np
 
-MAX_FRAME = 1 << 29  # 512 MiB: a reply larger than this is refused, not read
-_MODELS: dict = {}  # the kernel's models, built once per description (MadeBy)
-
-
-# ---------------------------------------------------------------- codec
-
-PLAIN_KINDS = "biufc"  # bool, integers, floats, complex: the only dtypes that cross
-
-
-def _npy(array: np.ndarray) -> list:
-    """[dtype, shape, base64 of the raw bytes]: cheap both ways (np.save's header costs more
-    than a small array), and nothing in it is ever executed."""
-    a = np.asarray(array)
-    if a.dtype.kind not in PLAIN_KINDS:
-        raise TypeError(f"a numpy array of dtype {a.dtype}")
-    return [a.dtype.str, list(a.shape), base64.b64encode(a.tobytes(order="C")).decode("ascii")]
-
-
-def _from_npy(value) -> np.ndarray:
-    dtype_str, shape, text = value
-    dtype = np.dtype(str(dtype_str))
-    if dtype.kind not in PLAIN_KINDS or dtype.hasobject or dtype.fields:
-        raise TypeError(f"an array of dtype {dtype}")
-    return np.frombuffer(base64.b64decode(text), dtype=dtype).reshape(tuple(int(n) for n in shape)).copy()
-
-
-def _torch():
-    """torch, when this process has imported it: otherwise no value can be a tensor, and a
-    kernel grading 01-03 does not pay for importing it."""
-    return sys.modules.get("torch")
-
-
-_PLAIN = (type(None), bool, int, float, str)
-
-
-def encode(obj):
-    """A JSON-ready description of obj; TypeError for anything outside the codec."""
-    kind = type(obj)
-    if kind in _PLAIN:  # exactly these types (a subclass, np.float64 included, goes below)
-        return obj
-    if kind is list or kind is tuple:  # token lists, counters: no element needs a tag
-        tag = "list" if kind is list else "tuple"
-        if all(type(x) in _PLAIN for x in obj):
-            return {"t": tag, "v": list(obj)}
-        return {"t": tag, "v": [encode(x) for x in obj]}
-    if isinstance(obj, np.generic):  # before float: np.float64 is a float
-        return {"t": "np", "v": _npy(np.asarray(obj))}
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    if isinstance(obj, tuple):
-        return {"t": "tuple", "v": [encode(x) for x in obj]}
-    if isinstance(obj, list):
-        return {"t": "list", "v": [encode(x) for x in obj]}
-    if isinstance(obj, dict):
-        return {"t": "dict", "v": [[encode(k), encode(v)] for k, v in obj.items()]}
-    if isinstance(obj, np.ndarray):
-        return {"t": "nd", "v": _npy(obj)}
-    torch = _torch()
-    if isinstance(obj, np.random.Generator):
-        return {"t": "rng", "v": obj.bit_generator.state}
-    if torch is not None and isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu()
-        dtype = str(t.dtype)
-        if t.dtype == torch.bfloat16:
-            t = t.float()
-        return {"t": "pt", "v": _npy(t.numpy()), "dtype": dtype, "device": str(obj.device),
-                "grad": bool(obj.requires_grad)}
-    if torch is not None and isinstance(obj, torch.device):
-        return {"t": "device", "v": str(obj)}
-    if torch is not None and isinstance(obj, torch.Generator):
-        return {"t": "tgen", "v": _npy(obj.get_state().numpy()), "device": str(obj.device)}
-    made = _made_by(obj)
-    if made is not None:
-        return {"t": "model", "v": made.to_json()}
-    raise TypeError(f"a {type(obj).__name__}")
-
-
-def decode(data, models: bool = False):
-    """The value `encode` described. models=True (the kernel's side only) rebuilds the course's
-    models from their description; the grader never accepts one."""
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    if isinstance(data, list):  # only inside a tagged container
-        raise TypeError("an untagged list")
-    kind, value = data["t"], data["v"]
-    if kind == "tuple" or kind == "list":
-        items = list(value) if all(type(x) in _PLAIN for x in value) else [decode(x, models) for x in value]
-        return tuple(items) if kind == "tuple" else items
-    if kind == "dict":
-        return {decode(k, models): decode(v, models) for k, v in value}
-    if kind == "nd":
-        return _from_npy(value)
-    if kind == "np":
-        return _from_npy(value)[()]
-    if kind in ("pt", "device", "tgen"):
-        import torch
-    if kind == "pt":
-        dtype = getattr(torch, data["dtype"].removeprefix("torch."))
-        if not isinstance(dtype, torch.dtype):
-            raise TypeError(f"no torch dtype {data['dtype']}")
-        t = torch.from_numpy(_from_npy(value).copy()).to(dtype)
-        if models:  # the kernel's side: on the device the checker chose
-            t = t.to(data["device"])
-        return t.requires_grad_(data["grad"]) if data["grad"] and t.is_floating_point() else t
-    if kind == "device":
-        return torch.device(value)
-    if kind == "rng":
-        rng = np.random.default_rng()
-        rng.bit_generator.state = value
-        return rng
-    if kind == "tgen":
-        gen = torch.Generator(device=data["device"] if models else "cpu")
-        gen.set_state(torch.from_numpy(_from_npy(value).copy()))
-        return gen
-    if kind == "model" and models:
-        return _model(value)
-    raise TypeError(f"cannot decode {kind!r}")
-
-
-def _made_by(obj):
-    """How one of the course's models was made (specdec.model.MadeBy), or None for anything else.
-    Only a process that has imported specdec.model can hold such a model."""
-    model = sys.modules.get("specdec.model")
-    made = getattr(obj, "made_by", None)
-    return made if model is not None and isinstance(made, model.MadeBy) else None
-
-
-def _model(description: dict):
-    """The course's models, built in the kernel from how the checker's copy was made: a factory
-    of the one table, specdec.model.factories (MadeBy.from_json refuses anything else)."""
-    from specdec.model import MadeBy
-
-    made_by = MadeBy.from_json(description)
-    if made_by not in _MODELS:
-        _MODELS[made_by] = made_by.build()
-    return _MODELS[made_by]
-
-
-def update_in_place(local, after) -> None:
-    """Make a local argument look as the function left its copy (the grader's side)."""
-    torch = _torch()
-
-    if isinstance(local, np.ndarray) and isinstance(after, np.ndarray) and after.shape == local.shape:
-        np.copyto(local, after, casting="unsafe")
-    elif isinstance(local, list) and isinstance(after, list):
-        local[:] = after
-    elif isinstance(local, dict) and isinstance(after, dict):
-        local.clear()
-        local.update(after)
-    elif torch is not None and isinstance(local, torch.Tensor) and isinstance(after, torch.Tensor) \
-            and after.shape == local.shape:
-        with torch.no_grad():
-            local.copy_(after.to(local.dtype))
-    elif isinstance(local, np.random.Generator) and isinstance(after, np.random.Generator):
-        local.bit_generator.state = after.bit_generator.state
-    elif torch is not None and isinstance(local, torch.Generator) and isinstance(after, torch.Generator):
-        local.set_state(after.get_state())
-
-
-# ---------------------------------------------------------------- frames
-
-HEADER = struct.Struct("<Q")  # a frame: its length as 8 bytes, little-endian, then the JSON
-
-
-class FrameTooLarge(ValueError):
-    """A frame announced more than MAX_FRAME bytes: refused before it is read."""
-
-
-def frame(message: dict) -> bytes:
-    payload = json.dumps(message).encode()
-    return HEADER.pack(len(payload)) + payload
-
-
-def frame_size(header: bytes) -> int:
-    """The length a frame's header announces; FrameTooLarge past MAX_FRAME."""
-    (size,) = HEADER.unpack(header)
-    if size > MAX_FRAME:
-        raise FrameTooLarge("a frame larger than the channel allows")
-    return size
-
-
-def unframe(payload: bytes) -> dict:
-    return json.loads(payload)
-
-
-def write_frame(fd: int, message: dict) -> None:
-    view = memoryview(frame(message))
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def read_exactly(fd: int, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise EOFError("the other side closed the channel")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd: int) -> dict:
-    return unframe(read_exactly(fd, frame_size(read_exactly(fd, HEADER.size))))
+# the codec and the frames, here under their old names: wire is what the kernel and channel use
+from coursekit.judge.codec import (  # noqa: F401
+    _PLAIN, PLAIN_KINDS, _from_npy, _made_by, _npy, _torch, decode, encode, update_in_place,
+)
+from coursekit.judge.frames import (  # noqa: F401
+    HEADER, MAX_FRAME, FrameTooLarge, frame, frame_size, read_exactly, read_frame, unframe, write_frame,
+)
 
 
 # ---------------------------------------------------------------- the kernel's loop

@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from coursekit import registry
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.scratch import ScratchCourse
 from coursekit import paths
 from coursekit import settings
 from tests.support.catalogue import answers as catalogue_of

@@ -1,6 +1,6 @@
 """The hostile corpus, its grading and the tests on it (collected in tests/test_corpus.py,
 tests/test_corpus_landlock.py and tests/test_corpus_fallback.py, one module per sandbox layer, so
-that pytest-xdist grades them side by side): bad and hostile submissions, graded by `make grade`'s code (coursekit.grade, stock nbgrader
+that pytest-xdist grades them side by side): bad and hostile submissions, graded by `make grade`'s code (coursekit.grading.cohort, stock nbgrader
 underneath) in a scratch course root, on assignment 01 (the quickest to grade).
 
 For each submission: the run finishes, the well-behaved learner's grade is the same as when it
@@ -25,7 +25,8 @@ import pytest
 
 from coursekit.judge import sandbox
 from coursekit import settings
-from coursekit.grade import grade, report
+from coursekit.grading.cohort import grade_course as grade
+from coursekit.grading.report import cohort_report as report
 from coursekit.registry import read as read_assignment
 from tests.support import shared
 from tests.support.notebooks import with_reference_answers

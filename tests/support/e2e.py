@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from coursekit import registry, threads
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.scratch import ScratchCourse
 from coursekit.paths import COURSE, assignments
 from tests.support.shared import copy_course
 from tests.support.notebooks import fill

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit.nbg import with_reference_answers  # noqa: F401 - used by the tests
+from coursekit.reference import with_reference_answers  # noqa: F401 - used by the tests
 
 
 def _names(code) -> set:

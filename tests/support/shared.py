@@ -18,7 +18,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from coursekit.batch import generate
-from coursekit.nbg import ScratchCourse
+from coursekit.grading.scratch import ScratchCourse
 from coursekit.paths import assignments
 
 

@@ -1,6 +1,6 @@
 """A Dask cluster on the loopback interface, started the way docs/instructors.md starts one by hand:
 `dask scheduler` and `dask worker` processes, each in its own process group (tests/test_cluster.py
-and `make bench-grade` use it; `make grade` itself starts a local cluster with Dask's own
+and `make bench-grade` use it; `make grade` itself, coursekit.grading.cohort, starts a local cluster with Dask's own
 SubprocessCluster, or joins one at --scheduler)."""
 from __future__ import annotations
 
