@@ -123,9 +123,9 @@ def main(argv=None) -> int:
     ap.add_argument("assignments", nargs="*")
     ap.add_argument("--learners", type=int, default=4, help="learners graded on the two-worker cluster")
     args = ap.parse_args(argv)
-    from coursekit.judge import sandbox
+    from coursekit.judge import layers
 
-    bwrap_kernels = sandbox.mode() == sandbox.BWRAP  # then the kernels' CPU time is not seen
+    bwrap_kernels = layers.mode() == layers.BWRAP  # then the kernels' CPU time is not seen
     assignments = args.assignments or sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and p.name[:2].isdigit())
     lines = [f"# Grading benchmark ({os.cpu_count()} CPU cores, {platform.processor() or platform.machine()}, "
              f"{time.strftime('%Y-%m-%d')})", "",

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from specdec.madeby import MadeBy, factories, register  # noqa: F401 - MadeBy, factories: their old home
+from specdec.madeby import MadeBy, register
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"
 

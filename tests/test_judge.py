@@ -18,6 +18,7 @@ import torch
 from coursekit import registry
 from tests.support.catalogue import answers
 from tests.support.tiers import heavy, heavy_in_process
+from coursekit.judge import codec, frames
 from coursekit.judge import wire as remote
 from coursekit.judge.channel import Channel, RemoteFunction
 from coursekit.judge.execute import judge
@@ -30,7 +31,7 @@ COURSE = registry.by_number()
 
 
 def _round_trip(value, models=False):
-    return remote.decode(json.loads(json.dumps(remote.encode(value))), models=models)
+    return codec.decode(json.loads(json.dumps(codec.encode(value))), models=models)
 
 
 def test_codec_keeps_every_value_and_its_type():
@@ -71,9 +72,9 @@ def test_models_cross_by_how_they_were_made_and_only_towards_the_kernel():
     with pytest.raises(TypeError):  # the grader never builds anything the kernel describes
         _round_trip(draft)
     with pytest.raises(TypeError):
-        remote.decode({"t": "model", "v": {"factory": "os.system", "kwargs": {}, "item": None}}, models=True)
+        codec.decode({"t": "model", "v": {"factory": "os.system", "kwargs": {}, "item": None}}, models=True)
     with pytest.raises(TypeError):  # a factory's arguments are plain values only
-        remote.decode({"t": "model", "v": {"factory": "load", "kwargs": {"name": {"t": "nd"}}, "item": None}},
+        codec.decode({"t": "model", "v": {"factory": "load", "kwargs": {"name": {"t": "nd"}}, "item": None}},
                       models=True)
 
 
@@ -83,11 +84,11 @@ def test_decoding_never_unpickles():
     payload = base64.b64encode(pickle.dumps([{"a": 1}])).decode()
     for dtype in ("O", "|O", "V8", "i8,O", "U4"):  # only plain numbers cross: no objects, records, strings
         with pytest.raises(TypeError):
-            remote.decode({"t": "nd", "v": [dtype, [1], payload]})
+            codec.decode({"t": "nd", "v": [dtype, [1], payload]})
     with pytest.raises(TypeError):
-        remote.encode(np.array([{"a": 1}], dtype=object))
+        codec.encode(np.array([{"a": 1}], dtype=object))
     with pytest.raises(TypeError):
-        remote.decode({"t": "pt", "v": remote._npy(np.zeros(1)), "dtype": "torch.load", "device": "cpu", "grad": False})
+        codec.decode({"t": "pt", "v": codec._npy(np.zeros(1)), "dtype": "torch.load", "device": "cpu", "grad": False})
 
 
 class Kernel:
@@ -300,10 +301,10 @@ def test_a_malformed_reply_fails_the_check():
     def liar():
         fd = os.open(channel.requests, os.O_RDONLY)
         out = os.open(channel.replies, os.O_WRONLY)
-        remote.read_frame(fd)
-        remote.write_frame(out, {"ok": {"t": "model", "v": {"factory": "load", "kwargs": {"name": "target", "device": "cpu"}, "item": None}},
+        frames.read_frame(fd)
+        frames.write_frame(out, {"ok": {"t": "model", "v": {"factory": "load", "kwargs": {"name": "target", "device": "cpu"}, "item": None}},
                                 "args": [], "kwargs": {}})
-        remote.read_frame(fd)  # the grader's "done"
+        frames.read_frame(fd)  # the grader's "done"
         os.close(fd), os.close(out)
 
     thread = threading.Thread(target=liar, daemon=True)

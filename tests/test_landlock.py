@@ -11,28 +11,28 @@ from pathlib import Path
 import pytest
 
 from coursekit import settings
-from coursekit.judge import landlock, sandbox
+from coursekit.judge import landlock, layers, sandbox
 from tests.support.kernels import run
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _landlock():
-    if sandbox.available(sandbox.LANDLOCK):
+    if layers.available(layers.LANDLOCK):
         return
-    if sandbox.LANDLOCK in settings.SANDBOX_REQUIRE.get():
-        pytest.fail(f"{settings.SANDBOX_REQUIRE.name} names landlock, but {sandbox.WHY_MISSING[sandbox.LANDLOCK]}")
-    pytest.skip(sandbox.WHY_MISSING[sandbox.LANDLOCK])
+    if layers.LANDLOCK in settings.SANDBOX_REQUIRE.get():
+        pytest.fail(f"{settings.SANDBOX_REQUIRE.name} names landlock, but {layers.WHY_MISSING[layers.LANDLOCK]}")
+    pytest.skip(layers.WHY_MISSING[layers.LANDLOCK])
 
 
 @pytest.fixture()
 def under(monkeypatch):
     """under(layer): grading kernels started from now on run under `layer`."""
     def choose(layer):
-        if layer == sandbox.LANDLOCK:
+        if layer == layers.LANDLOCK:
             _landlock()
-        elif layer == sandbox.BWRAP and not sandbox.available(layer):
-            pytest.skip(sandbox.WHY_MISSING[layer])
+        elif layer == layers.BWRAP and not layers.available(layer):
+            pytest.skip(layers.WHY_MISSING[layer])
         monkeypatch.setenv(settings.SANDBOX.name, layer)
     return choose
 
@@ -44,7 +44,7 @@ def test_native_code_meets_the_ruleset(course, under, tmp_path):
     """What the audit hook cannot see, Landlock stops: native writes outside the learner's folder,
     reads of the references and of home, TCP connect and bind, starting a program, signalling the
     grader. The learner's folder and the private temp folder stay writable; torch and matplotlib work."""
-    under(sandbox.LANDLOCK)
+    under(layers.LANDLOCK)
     outside = tmp_path / "native-escape"
     reference = REPO / "solutions" / "reference" / "a01_acceptance_chain.py"
     out = run([
@@ -76,7 +76,7 @@ def test_native_code_meets_the_ruleset(course, under, tmp_path):
 
 def test_the_audit_hook_stays_on_top(course, under):
     """Under Landlock the Python-level refusals still happen, and are logged for the integrity report."""
-    under(sandbox.LANDLOCK)
+    under(layers.LANDLOCK)
     out = run(["open('../../../gradebook.db').read()", "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)"],
               course / "autograded/alice/01_x")
     assert out[0].startswith("PermissionError") and "grading data" in out[0], out[0]
@@ -89,7 +89,7 @@ DAEMON = ("import ctypes\n_py = ctypes.PyDLL(None)\nif _py.fork() == 0:\n    _py
           "        _py.prctl(15, b'{name}', 0, 0, 0)\n        _py.sleep(600)\n    _py._exit(0)\nprint('forked')")
 
 
-@pytest.mark.parametrize("layer", sandbox.LAYERS)
+@pytest.mark.parametrize("layer", layers.LAYERS)
 def test_no_process_outlives_grading(course, under, layer):
     """A daemon started by native code (a double fork, out of the kernel's session) is ended when
     the notebook is done, under every layer: the grader is its subreaper (sandbox.end_strays)."""
@@ -145,29 +145,29 @@ def test_a_course_root_inside_a_readable_path_is_refused(monkeypatch, tmp_path):
 
 def test_the_report_names_the_layer(monkeypatch):
     _landlock()
-    assert sandbox.describe(sandbox.LANDLOCK) == f"Landlock (ABI {landlock.abi()}) with the audit hook"
-    assert sandbox.describe(sandbox.BWRAP) == "bubblewrap"
-    monkeypatch.setenv(settings.SANDBOX.name, sandbox.AUDIT)
-    assert sandbox.mode() == sandbox.AUDIT
-    assert sandbox.describe(sandbox.AUDIT).startswith("audit hook only (") and "native code is not contained" in \
-        sandbox.describe(sandbox.AUDIT)
+    assert layers.describe(layers.LANDLOCK) == f"Landlock (ABI {landlock.abi()}) with the audit hook"
+    assert layers.describe(layers.BWRAP) == "bubblewrap"
+    monkeypatch.setenv(settings.SANDBOX.name, layers.AUDIT)
+    assert layers.mode() == layers.AUDIT
+    assert layers.describe(layers.AUDIT).startswith("audit hook only (") and "native code is not contained" in \
+        layers.describe(layers.AUDIT)
 
 
 def test_a_missing_layer_that_is_asked_for_is_an_error(monkeypatch):
-    monkeypatch.setitem(sandbox._MODE, sandbox.LANDLOCK, False)
-    monkeypatch.setenv(settings.SANDBOX.name, sandbox.LANDLOCK)
+    monkeypatch.setitem(layers._MODE, layers.LANDLOCK, False)
+    monkeypatch.setenv(settings.SANDBOX.name, layers.LANDLOCK)
     with pytest.raises(RuntimeError, match="no Landlock"):
-        sandbox.mode()
+        layers.mode()
     monkeypatch.setenv(settings.SANDBOX.name, "auto")
     monkeypatch.setenv(settings.SANDBOX_REQUIRE.name, "landlock")
     with pytest.raises(RuntimeError, match="COURSE_SANDBOX_REQUIRE names landlock"):
-        sandbox.mode()
+        layers.mode()
     monkeypatch.setenv(settings.SANDBOX_REQUIRE.name, "")
-    monkeypatch.setitem(sandbox._MODE, sandbox.BWRAP, False)
-    assert sandbox.mode() == sandbox.AUDIT  # auto: the strongest there is
+    monkeypatch.setitem(layers._MODE, layers.BWRAP, False)
+    assert layers.mode() == layers.AUDIT  # auto: the strongest there is
     monkeypatch.setenv(settings.SANDBOX.name, "chroot")
     with pytest.raises(ValueError, match="one of auto"):
-        sandbox.mode()
+        layers.mode()
 
 
 def test_the_report_says_which_layer_graded_each_notebook():

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from coursekit.grading.merge import Merger, MergeError, dump, merge_folders, merge_gradebook, merge_many
+from coursekit.grading.gradebook import dump, merge_gradebook
+from coursekit.grading.merge import Merger, MergeError, merge_folders, merge_many
 
 CELLS = {  # assignment -> notebook -> [(name, kind)]
     "a1": {"nb1": [("g1", "grade"), ("s1", "solution"), ("m1", "grade"), ("m1", "solution"), ("t1", "task")],

@@ -94,7 +94,7 @@ def test_pass_time_is_notebook_05s_roofline_with_both_caches():
 
 
 def test_pass_time_steps_and_tables_and_crosses_the_wire_as_a_description():
-    from specdec.model import MadeBy
+    from specdec.madeby import MadeBy
     from specdec.serving import PassTime
 
     tiles = PassTime(per_position=0.01 / 64, tile=64)

@@ -71,10 +71,7 @@ import time
 from pathlib import Path
 from typing import Any, Hashable, Iterable
 
-# the reading side and the reference merge, under the names this module always had
-from coursekit.grading.gradebook import (  # noqa: F401
-    CHUNK, Submission, _chunks, _pairs, dump, merge_gradebook, read_source,
-)
+from coursekit.grading.gradebook import Submission, _chunks, _pairs, read_source
 
 KINDS = ("autograded", "feedback")
 

@@ -48,7 +48,7 @@ def cohort_report(rows: list[NotebookResult]) -> str:
     if any(r.sandbox for r in rows):
         layers = Counter(r.sandbox for r in rows if r.sandbox)
     else:
-        from coursekit.judge.sandbox import describe, mode
+        from coursekit.judge.layers import describe, mode
 
         layers = Counter({describe(mode()): 0})
     how = next(iter(layers)) if len(layers) == 1 else "; ".join(

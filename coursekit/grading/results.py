@@ -44,7 +44,7 @@ class NotebookResult:
     integrity: list[str] = field(default_factory=list)  # reasons for a human to look
     graded: bool = False  # nbgrader ran the whole notebook (scores may still be 0)
     seconds: float = 0.0
-    sandbox: str = ""  # the layer its grading kernel ran under, as the report says it (sandbox.describe)
+    sandbox: str = ""  # the layer its grading kernel ran under, as the report says it (coursekit.judge.layers.describe)
 
     @property
     def error(self) -> str:
@@ -168,6 +168,7 @@ def layer_of(root: Path) -> str:
     report says it: SandboxKernelManager.layer of the root's configuration (grader_config.py), or
     COURSE_SANDBOX where it is set (coursekit.judge.limits: which wins)."""
     from coursekit.grading.config import course_config
-    from coursekit.judge.sandbox import configured, describe, mode
+    from coursekit.judge.layers import describe, mode
+    from coursekit.judge.sandbox import configured
 
     return describe(mode(configured(course_config(root)).layer))

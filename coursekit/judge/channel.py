@@ -10,7 +10,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from coursekit.judge import messages, wire
+from coursekit.judge import codec, frames, messages, wire
 
 POLL_S = 0.2  # how often a waiting call looks whether the kernel's cell has ended
 
@@ -52,7 +52,7 @@ class Channel:
                 raise KernelStopped(self.stopped_hint)
 
     def send(self, message: dict) -> None:
-        payload = wire.frame(message)
+        payload = frames.frame(message)
         view = memoryview(payload)
         while view:
             self._wait(self.wfd, write=True)
@@ -61,10 +61,10 @@ class Channel:
     def receive(self) -> dict:
         self._wait(self.rfd, write=False)
         try:
-            size = wire.frame_size(self._read(wire.HEADER.size))
-        except wire.FrameTooLarge:
+            size = frames.frame_size(self._read(frames.HEADER.size))
+        except frames.FrameTooLarge:
             raise KernelStopped(messages.TOO_MUCH_DATA) from None
-        return wire.unframe(self._read(size))
+        return frames.unframe(self._read(size))
 
     def _read(self, n: int) -> bytes:
         chunks = []
@@ -109,7 +109,7 @@ class RemoteFunction:
                 raise ValueError("one reply per call")
             for (args, kwargs), item in zip(calls, items):
                 for index, events in item.get("events", []):  # what a recording toy model was fed
-                    shared[int(index)].events = wire.decode(events) if events is not None else None
+                    shared[int(index)].events = codec.decode(events) if events is not None else None
                 value, failure = _unpack(item, args, kwargs)
                 if failure is not None:
                     return values, (len(values), failure)
@@ -118,7 +118,7 @@ class RemoteFunction:
                 raise ValueError("one reply per call")
             for local, after in zip(shared, reply["shared"]):
                 if after is not None:
-                    wire.update_in_place(local, wire.decode(after))
+                    codec.update_in_place(local, codec.decode(after))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # a malformed reply: the kernel's own doing
             raise KernelStopped(messages.unreadable_reply(exc)) from None
         return values, None
@@ -133,13 +133,13 @@ def _unpack(reply: dict, args, kwargs):
         return None, _exception(name, text)
     for local, after in zip(args, reply.get("args", ())):  # absent: the call changed no argument
         if after is not None:
-            wire.update_in_place(local, wire.decode(after))
+            codec.update_in_place(local, codec.decode(after))
     for key, after in reply.get("kwargs", {}).items():
         if key in kwargs and after is not None:
-            wire.update_in_place(kwargs[key], wire.decode(after))
+            codec.update_in_place(kwargs[key], codec.decode(after))
     if "opaque" in reply:
         return type(str(reply["opaque"])[:100], (), {})(), None
-    return wire.decode(reply["ok"]), None
+    return codec.decode(reply["ok"]), None
 
 
 def _exception(name: str, text: str) -> BaseException:

@@ -47,12 +47,9 @@ from jupyter_client.ioloop import AsyncIOLoopKernelManager
 from traitlets import Bool
 
 from coursekit import settings, threads
-# the layers, the reaper and the rules under the names this module always had
-from coursekit.judge.layers import (  # noqa: F401
-    AUDIT, BWRAP, LANDLOCK, LAYERS, WHY_MISSING, _MODE, available, describe, mode,
-)
+from coursekit.judge.layers import BWRAP, LANDLOCK, mode
 from coursekit.judge.limits import ENVIRONMENT, KernelLimits, set_limits
-from coursekit.judge.reaper import adopt_orphans, children, end_strays  # noqa: F401
+from coursekit.judge.reaper import adopt_orphans, children, end_strays
 from coursekit.judge.rules import install_rules
 
 GRADING_DATA = ("gradebook.db", "grades.csv", "source", "submitted", "autograded", "feedback")

@@ -27,13 +27,8 @@ import warnings
 
 import numpy as np
 
-# the codec and the frames, here under their old names: wire is what the kernel and channel use
-from coursekit.judge.codec import (  # noqa: F401
-    _PLAIN, PLAIN_KINDS, _from_npy, _made_by, _npy, _torch, decode, encode, update_in_place,
-)
-from coursekit.judge.frames import (  # noqa: F401
-    HEADER, MAX_FRAME, FrameTooLarge, frame, frame_size, read_exactly, read_frame, unframe, write_frame,
-)
+from coursekit.judge.codec import _PLAIN, PLAIN_KINDS, _made_by, _torch, decode, encode
+from coursekit.judge.frames import read_frame, write_frame
 
 
 # ---------------------------------------------------------------- the kernel's loop

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit.judge import sandbox
+from coursekit.judge import layers
 from coursekit import settings
 from coursekit.grading.cohort import grade_course as grade
 from coursekit.grading.report import cohort_report as report
@@ -198,23 +198,23 @@ ALL_CASES = tuple(NOTEBOOK_CASES) + tuple(FILE_CASES)
 
 def has_layer(layer) -> bool:
     try:
-        sandbox.mode()  # a layer named in COURSE_SANDBOX_REQUIRE that this machine lacks: an error
+        layers.mode()  # a layer named in COURSE_SANDBOX_REQUIRE that this machine lacks: an error
     except RuntimeError as exc:
         raise pytest.UsageError(str(exc))
-    return sandbox.available(layer)
+    return layers.available(layer)
 
 
 def students_for(layer):
     """The whole corpus under the strongest layer this machine has (under every layer with
     COURSE_CORPUS_ALL=1), the layer-dependent cases under the others."""
-    strongest = next(other for other in sandbox.LAYERS if has_layer(other))
-    return ALL_CASES if layer == strongest or settings.CORPUS_ALL.get() else AUDIT_CASES if layer == sandbox.AUDIT else SANDBOX_CASES
+    strongest = next(other for other in layers.LAYERS if has_layer(other))
+    return ALL_CASES if layer == strongest or settings.CORPUS_ALL.get() else AUDIT_CASES if layer == layers.AUDIT else SANDBOX_CASES
 
 
 def layer_param(layer):
     """`layer` as a fixture parameter, skipped with the reason where this machine lacks it (CI
     names bubblewrap and landlock in COURSE_SANDBOX_REQUIRE, and then has_layer fails instead)."""
-    return layer if has_layer(layer) else pytest.param(layer, marks=pytest.mark.skip(reason=sandbox.WHY_MISSING[layer]))
+    return layer if has_layer(layer) else pytest.param(layer, marks=pytest.mark.skip(reason=layers.WHY_MISSING[layer]))
 
 
 def grade_under(layer, namespace):
@@ -238,7 +238,7 @@ def grade_under(layer, namespace):
         namespace.pop("test_grading_is_deterministic_serial_or_parallel")  # the corpus graded again
 
 
-NUMBERS = {sandbox.BWRAP: 4321, sandbox.AUDIT: 4322, sandbox.LANDLOCK: 4323}
+NUMBERS = {layers.BWRAP: 4321, layers.AUDIT: 4322, layers.LANDLOCK: 4323}
 
 
 def graded_corpus(mode, tmp_path_factory, students=ALL_CASES):
@@ -354,7 +354,7 @@ def test_the_good_learner_is_unaffected(corpus):
 def assert_score_and_explanation(corpus, student):
     row = corpus["runs"][0][student]
     want, phrase = (NOTEBOOK_CASES[student][1:] if student in NOTEBOOK_CASES else FILE_CASES[student][2:])
-    if corpus["mode"] == sandbox.AUDIT and student in UNCONTAINED:
+    if corpus["mode"] == layers.AUDIT and student in UNCONTAINED:
         want = UNCONTAINED[student]
     score = row.score or 0.0
     if want is None:  # the broken cell (expected_tokens') costs that exercise's points, the rest is graded normally
@@ -442,12 +442,12 @@ def test_native_code_is_contained_below_python(corpus):
     ARTIFACT.with_name(f"corpus-native-{corpus['mode']}.md").write_text(
         f"{corpus['report'].splitlines()[0]}\n\n| case | outcome |\n|---|---|\n" + "\n".join(lines) + "\n")
     assert not corpus["escaped_processes"], corpus["escaped_processes"]
-    if corpus["mode"] == sandbox.AUDIT:
+    if corpus["mode"] == layers.AUDIT:
         assert corpus["report"].startswith("Grading kernels ran under: audit hook only (")
     else:
         assert all(outcomes.values()), outcomes
         assert corpus["report"].startswith("Grading kernels ran under: " + (
-            "bubblewrap\n" if corpus["mode"] == sandbox.BWRAP else "Landlock (ABI "))
+            "bubblewrap\n" if corpus["mode"] == layers.BWRAP else "Landlock (ABI "))
     for p in (corpus["root"] / "ctypes-escape", *corpus["workers"].rglob("ctypes-escape")):
         p.unlink(missing_ok=True)
 

@@ -61,6 +61,6 @@ def released(tmp_path_factory) -> Path:
 def copy_course(src: Path, dest: Path, env: dict | None = None) -> ScratchCourse:
     """A course root at `dest` that starts as `src` (a released one): its configuration, source,
     release and gradebook, nothing submitted or graded."""
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", "tmp",
+    shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", "tmp",
                                                               "grades.csv", ".grading"))
     return ScratchCourse(dest, env)
