@@ -20,11 +20,11 @@ help: ## list the targets
 lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your changes), start JupyterLab
 	@$(BIN)/python -m coursekit.lab workspace --port=$(PORT)
 
-test: $(STAMP) ## set up and run the whole test suite (its modules on up to 4 CPUs at once)
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile --durations=15
+test: $(STAMP) ## set up and run the whole test suite (on up to 4 CPUs at once; tests/support/tiers.py says how)
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder --durations=25
 
 test-fast: $(STAMP) ## the inner loop, under 2 minutes: checkers, helpers, model, sync, leaks, one small nbgrader run
-	$(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses 4 --dist loadfile
+	$(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
 
 check: $(STAMP) ## grade your workspace with the hidden tests, notebook by notebook: points per exercise and hints (NB=01 or NB="01 02": only those)
 	@$(BIN)/python -m coursekit.check workspace $(NB)

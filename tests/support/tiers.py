@@ -17,6 +17,14 @@ names, at the end, every test that took more than FAST_LIMIT_S seconds (setup in
 when the whole run took more than FAST_TOTAL_S, both in CPU time (this process and its children):
 mark the heavy tests slow or make them cheaper. It reports and never fails, because no test may
 pass or fail by how long it took.
+
+How `make test` spreads the suite over its workers (pytest-xdist's `--dist loadgroup`): the tests
+that use one of GROUPS' expensive fixtures form one xdist group (the group's name, or their module's)
+and run on one worker, which builds the fixture once; every other test is scheduled on its own.
+The groups and the slow tests go first, the most expensive first (COST: CPU seconds measured on the
+2-core course machine, 2026-12-06; a rough order, not a limit), so that no worker starts the
+longest job last. Every run, fast or not, writes each test's CPU seconds (setup included, with the
+processes it started) to build/test-cpu.json and names the modules that used the most.
 """
 from __future__ import annotations
 
@@ -28,7 +36,7 @@ import pytest
 
 SLOW_MODULES = {
     "test_browser",  # JupyterLab and Chromium
-    "test_corpus",  # a cohort of hostile submissions graded three times (under bubblewrap)
+    "test_corpus",  # a cohort of hostile submissions graded twice (under bubblewrap)
     "test_corpus_fallback",  # the same under the audit hook alone
     "test_grading",  # every assignment graded end to end (the `graded` fixture)
     "test_sandbox",  # real grading kernels, a CPU-time limit run out
@@ -40,6 +48,13 @@ SLOW_MODULES = {
     "test_hub",  # a JupyterHub, its proxy and three learners' servers
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
+# fixture: its xdist group (None: the module's name). Session fixtures shared by file lock
+# (tests/support/shared.py) need no group to be built once, but a worker that waits for another's is idle.
+GROUPS = {"graded": "graded", "graded_01": "graded", "one": "graded", "corpus": None, "cohort": None, "cluster": None,
+          "hub": None, "lab": None, "browser": None, "env": None}
+COST = {"graded": 450, "test_busy": 200, "test_corpus": 230, "test_corpus_landlock": 140, "test_exchange": 120,
+        "test_cluster": 90, "test_corpus_fallback": 80, "test_gpucheck": 70, "test_browser": 60, "test_hub": 60,
+        "test_learner_env": 40}
 FAST_LIMIT_S = 60.0  # CPU seconds of one fast test, setup included (the small end-to-end grading takes most)
 FAST_TOTAL_S = 240.0  # CPU seconds of the whole fast tier: 2 minutes of a 2-core machine
 
@@ -66,13 +81,36 @@ def heavy_in_process(nb: str) -> bool:
     return bool(heavy(nb)) and heavy(nb).in_process
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups, and before -m deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        module = _module(item)
         params = getattr(getattr(item, "callspec", None), "params", {})
         if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) \
                 or (module == "test_checkers" and "nb" in params and heavy_in_process(params["nb"])):
             item.add_marker(pytest.mark.slow)
+        group = _group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+    # the expensive first (stable: otherwise in the order collected)
+    items[:] = sorted(items, key=lambda item: -_cost(item))
+
+
+def _module(item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+
+
+def _group(item) -> str | None:
+    for fixture in getattr(item, "fixturenames", ()):
+        if fixture in GROUPS:
+            return GROUPS[fixture] or _module(item)
+    return None
+
+
+def _cost(item) -> float:
+    group, module = _group(item), _module(item)
+    known = COST.get(group) or COST.get(module)
+    return known if known else 1.0 if item.get_closest_marker("slow") else 0.0
 
 
 def _fast_run(config) -> bool:
@@ -112,10 +150,13 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _fast_run(config) or hasattr(config, "workeroutput"):
+    if hasattr(config, "workeroutput"):
         return
     # the workers' own totals include their children; the controller's children are the workers
     cpu = _cpu(children=False) + sum(_workers_cpu) if _workers_cpu else _cpu()
+    _record(terminalreporter, config, cpu)
+    if not _fast_run(config):
+        return
     heavy = {k: v for k, v in _spent.items() if v > FAST_LIMIT_S}
     if cpu > FAST_TOTAL_S:
         terminalreporter.write_line(f"the fast tier used {cpu:.0f} s CPU > {FAST_TOTAL_S:.0f} s; the heaviest tests: "
@@ -126,6 +167,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     "mark it @pytest.mark.slow or make it cheaper", red=True)
     terminalreporter.write_line(f"fast tier: {time.perf_counter() - _START:.0f} s wall, {cpu:.0f} s CPU "
                                 "(this process, its workers and their children)")
+
+
+def _record(terminalreporter, config, cpu: float) -> None:
+    """build/test-cpu.json: every test's CPU seconds; and the modules that used the most, in one line."""
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    if not _spent:
+        return
+    out = Path(config.rootpath) / "build" / "test-cpu.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(dict(sorted(_spent.items(), key=lambda kv: -kv[1])), indent=0) + "\n")
+    modules = Counter()
+    for nodeid, secs in _spent.items():
+        modules[nodeid.split("::")[0].rsplit("/", 1)[-1]] += secs
+    terminalreporter.write_line(f"CPU: {cpu:.0f} s in all; by module: " + ", ".join(
+        f"{m} {s:.0f}" for m, s in modules.most_common(12)) + f" (each test's: {out.relative_to(config.rootpath)})")
 
 
 _START = time.perf_counter()
