@@ -48,6 +48,7 @@ def released(tmp_path_factory):
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
     """{assignment: {course, root, run, feedback, export, results}}, graded once per test session."""
+    shared.released(tmp_path_factory)  # here, before the threads: the worker's temp folder is made on first use
     return grade_classes(None, CLASSES, JOBS, one=lambda a: graded_assignment(tmp_path_factory, a))
 
 

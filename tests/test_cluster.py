@@ -47,13 +47,11 @@ def cohort(released: Path, root: Path, learners: dict[str, str]) -> ScratchCours
     return course
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """One cluster for the module: the cohort is graded on it, then one of its workers is killed."""
-    tmp = tmp_path_factory.mktemp("cluster")
-    scratch = tmp / "workers"  # where the workers unpack their tasks
+@pytest.fixture
+def cluster(tmp_path):
+    scratch = tmp_path / "workers"  # where the workers unpack their tasks
     scratch.mkdir()
-    with LoopbackCluster(tmp, workers=2, env={settings.GRADING_SCRATCH.name: str(scratch)}) as c:
+    with LoopbackCluster(tmp_path, workers=2, env={settings.GRADING_SCRATCH.name: str(scratch)}) as c:
         c.scratch = scratch
         yield c
 

@@ -63,16 +63,18 @@ class LoopbackCluster:
         client = getattr(self, "client", None)
         if client is not None:
             client.close()
-        procs = [*getattr(self, "workers", {}).values(), self.scheduler]
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        # the workers first, while the scheduler they report to is still there, then the scheduler
+        # (stopped all at once, the test that kills a worker spent 30 s here; in this order, 7 s at most)
+        for procs in (list(getattr(self, "workers", {}).values()), [self.scheduler]):
+            for proc in procs:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+            for proc in procs:
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
         for log in self._logs:
             log.close()
 

@@ -303,6 +303,11 @@ class Heavy:
     in_process: bool = False
 
 
+# Statistical checks (03, 06): thousands of seeded calls, cheap in process, seconds each through the channel.
+SAMPLING_CALLS = Heavy("thousands of seeded sampling calls for its statistical tests: cheap in process, seconds "
+                       "through the channel to a kernel")
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One exercise as its checker module grades it: `checks`, the check_* functions its hidden-test

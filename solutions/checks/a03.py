@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.checks._common import (
-    SEED, Exercise, Heavy, as_float_array, call, call_many, close, counts_match_pmf, declare, diagnose, fail,
+    SEED, SAMPLING_CALLS, Exercise, as_float_array, call, call_many, close, counts_match_pmf, declare, diagnose, fail,
     require_ndarray, token_list, unchanged,
 )
 from solutions.reference import a03_rejection_sampling as ref
@@ -388,14 +388,10 @@ def check_verify_round(verify_round) -> None:
 
 # ---------------------------------------------------------------- the contract
 
-# Statistical checks: thousands of seeded calls, cheap in process, seconds each through the channel.
-SAMPLES = Heavy("thousands of seeded sampling calls for its statistical tests: cheap in process, seconds "
-                "through the channel to a kernel")
-
 CONTRACT = declare(
     globals(),
     Exercise("acceptance_rate", "check_acceptance_rate"),
     Exercise("residual_distribution", "check_residual_distribution"),
-    Exercise("speculative_sample", "check_speculative_sample", heavy=SAMPLES),
-    Exercise("verify_round", "check_verify_round", heavy=SAMPLES),
+    Exercise("speculative_sample", "check_speculative_sample", heavy=SAMPLING_CALLS),
+    Exercise("verify_round", "check_verify_round", heavy=SAMPLING_CALLS),
 )

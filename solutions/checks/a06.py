@@ -73,7 +73,7 @@ import itertools
 import numpy as np
 
 from solutions.checks._common import (
-    HINT_NO_TARGET_TOKEN, SEED, CheckFailure, Exercise, Heavy, as_float_array, call_many, close, counts_match_pmf,
+    HINT_NO_TARGET_TOKEN, SEED, CheckFailure, SAMPLING_CALLS, Exercise, as_float_array, call_many, close, counts_match_pmf,
     declare, diagnose, fail, token_list, unchanged,
 )
 from solutions.reference import a06_token_trees as ref
@@ -1142,16 +1142,12 @@ def check_best_budget(best_budget) -> None:
 
 # ---------------------------------------------------------------- the contract
 
-# Statistical checks: thousands of seeded calls, cheap in process, seconds each through the channel.
-SAMPLES = Heavy("thousands of seeded sampling calls for its statistical tests: cheap in process, seconds "
-                "through the channel to a kernel")
-
 CONTRACT = declare(
     globals(),
     Exercise("tree_attention_mask", "check_tree_attention_mask"),
     Exercise("verify_tree_greedy", "check_verify_tree_greedy"),
     Exercise("expected_tree_tokens", "check_expected_tree_tokens"),
     Exercise("select_tree", "check_select_tree"),
-    Exercise("multi_candidate_sample", "check_multi_candidate_sample", heavy=SAMPLES),
+    Exercise("multi_candidate_sample", "check_multi_candidate_sample", heavy=SAMPLING_CALLS),
     Exercise("best_budget", "check_best_budget"),
 )

@@ -18,9 +18,9 @@ when the whole run took more than FAST_TOTAL_S, both in CPU time (this process a
 mark the heavy tests slow or make them cheaper. It reports and never fails, because no test may
 pass or fail by how long it took.
 
-How `make test` spreads the suite over its workers (pytest-xdist's `--dist loadgroup`): the tests
-that use one of GROUPS' expensive fixtures form one xdist group (the group's name, or their module's)
-and run on one worker, which builds the fixture once; every other test is scheduled on its own.
+How `make test` spreads the suite over its workers (`--dist loadgroup`, with the scheduler below):
+the tests of a module in GROUPS, whose tests share an expensive fixture, form one unit of work and run
+on one worker, which builds the fixture once; every other test is scheduled on its own.
 The groups and the slow tests go first, the most expensive first (COST: CPU seconds measured on the
 2-core course machine, 2026-12-06; a rough order, not a limit), so that no worker starts the
 longest job last. Every run, fast or not, writes each test's CPU seconds (setup included, with the
@@ -48,10 +48,13 @@ SLOW_MODULES = {
     "test_hub",  # a JupyterHub, its proxy and three learners' servers
 }
 SLOW_FIXTURES = {"graded", "corpus", "lab", "page"}
-# fixture: its xdist group (None: the module's name). Session fixtures shared by file lock
-# (tests/support/shared.py) need no group to be built once, but a worker that waits for another's is idle.
-GROUPS = {"graded": "graded", "graded_01": "graded", "one": "graded", "corpus": None, "cohort": None, "cluster": None,
-          "hub": None, "lab": None, "browser": None, "env": None}
+# module: its group (the modules whose tests share an expensive module or session fixture: `graded`, a
+# corpus, the exchange's cohort, a hub, a lab and its browser, a learner environment). Session
+# fixtures shared by file lock (tests/support/shared.py) would be built once anyway, but a worker that
+# waits for another's is idle. By module, because pytest-xdist's scheduler sees node ids, not fixtures.
+GROUPS = {"test_grading": "graded", "test_grading_one": "graded", "test_corpus": None, "test_corpus_landlock": None,
+          "test_corpus_fallback": None, "test_exchange": None, "test_hub": None,
+          "test_browser": None, "test_learner_env": None}
 COST = {"graded": 450, "test_busy": 200, "test_corpus": 230, "test_corpus_landlock": 140, "test_exchange": 120,
         "test_cluster": 90, "test_corpus_fallback": 80, "test_gpucheck": 70, "test_browser": 60, "test_hub": 60,
         "test_learner_env": 40}
@@ -81,7 +84,7 @@ def heavy_in_process(nb: str) -> bool:
     return bool(heavy(nb)) and heavy(nb).in_process
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups, and before -m deselects
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = _module(item)
@@ -89,9 +92,6 @@ def pytest_collection_modifyitems(config, items):
         if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) \
                 or (module == "test_checkers" and "nb" in params and heavy_in_process(params["nb"])):
             item.add_marker(pytest.mark.slow)
-        group = _group(item)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
     # the expensive first (stable: otherwise in the order collected)
     items[:] = sorted(items, key=lambda item: -_cost(item))
 
@@ -100,15 +100,29 @@ def _module(item) -> str:
     return item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
 
 
-def _group(item) -> str | None:
-    for fixture in getattr(item, "fixturenames", ()):
-        if fixture in GROUPS:
-            return GROUPS[fixture] or _module(item)
-    return None
+def _group(module: str) -> str | None:
+    return (GROUPS[module] or module) if module in GROUPS else None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`, grouped by GROUPS: each group one unit of work, every other test one
+    (pytest-xdist's own loadgroup reads xdist_group marks through a node id suffix that pytest 9's
+    node ids no longer take)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+            return _group(module) or nodeid
+
+    return GroupScheduling(config, log)
 
 
 def _cost(item) -> float:
-    group, module = _group(item), _module(item)
+    module = _module(item)
+    group = _group(module)
     known = COST.get(group) or COST.get(module)
     return known if known else 1.0 if item.get_closest_marker("slow") else 0.0
 
