@@ -64,7 +64,8 @@ def outcome(rows) -> dict:
 
 
 def grades_csv(root: Path) -> list[dict]:
-    return sorted(exchange_grades_csv(root), key=lambda r: r["student_id"])
+    """grades.csv's rows of A (the course root's gradebook knows every assignment: a copy of `released`)."""
+    return sorted((r for r in exchange_grades_csv(root) if r["assignment"] == A), key=lambda r: r["student_id"])
 
 
 def gradebook(root: Path) -> dict[str, dict]:

@@ -104,6 +104,7 @@ def _group(module: str) -> str | None:
     return (GROUPS[module] or module) if module in GROUPS else None
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup`, grouped by GROUPS: each group one unit of work, every other test one
     (pytest-xdist's own loadgroup reads xdist_group marks through a node id suffix that pytest 9's
