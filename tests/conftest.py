@@ -28,9 +28,11 @@ import pytest  # noqa: E402
 
 from coursekit import threads  # noqa: E402
 from tests.support import shared  # noqa: E402
-from tests.support.e2e import CLASSES, grade_class, grade_classes, grading_jobs  # noqa: E402
+from tests.support.e2e import CLASSES, grade_class, grade_classes  # noqa: E402
 
-JOBS = grading_jobs(CLASSES)
+# assignments graded at a time: one per CPU, at most 4 (each its own nbgrader processes and gradebook),
+# their nbgrader processes sharing the CPUs' threads as `make grade --jobs` does (coursekit.threads)
+JOBS = max(1, min(4, os.cpu_count() or 1, len(CLASSES)))
 
 
 def graded_assignment(tmp_path_factory, assignment: str) -> dict:
@@ -49,7 +51,7 @@ def released(tmp_path_factory):
 def graded(tmp_path_factory):
     """{assignment: {course, root, run, feedback, export, results}}, graded once per test session."""
     shared.released(tmp_path_factory)  # here, before the threads: the worker's temp folder is made on first use
-    return grade_classes(None, CLASSES, JOBS, one=lambda a: graded_assignment(tmp_path_factory, a))
+    return grade_classes(CLASSES, lambda a: graded_assignment(tmp_path_factory, a), JOBS)
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,6 @@ def test_make_grade_runs_the_left_out_cells_with_nbgraders_own_setting(tmp_path,
 
     from coursekit.grading.cohort import grade_course as grade
     from coursekit.judge.messages import SKIPPED
-    from coursekit.reference import with_reference_answers
     from tests.support.shared import copy_course
 
     A = "01_acceptance_chain"

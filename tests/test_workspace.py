@@ -6,7 +6,7 @@ from coursekit import workspace
 from coursekit.check import check, grade_workspace, not_started, resolve
 from coursekit.grading.report import learner_report as report
 from coursekit.paths import COURSE, SOURCE
-from tests.support.notebooks import with_reference_answers
+from coursekit.reference import with_reference_answers
 
 
 def make_course(root, text):

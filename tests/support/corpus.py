@@ -29,7 +29,7 @@ from coursekit.grading.cohort import grade_course as grade
 from coursekit.grading.report import cohort_report as report
 from coursekit.registry import read as read_assignment
 from tests.support import shared
-from tests.support.notebooks import with_reference_answers
+from coursekit.reference import with_reference_answers
 from tests.support.shared import copy_course
 
 A = "01_acceptance_chain"

@@ -9,13 +9,11 @@ from __future__ import annotations
 import filecmp
 import html
 import json
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from coursekit import registry, threads
-from coursekit.grading.scratch import ScratchCourse
+from coursekit import registry
 from coursekit.paths import COURSE, assignments
 from tests.support.shared import copy_course
 from tests.support.notebooks import fill
@@ -45,18 +43,12 @@ def derived_class(assignment: str) -> dict[str, dict | None]:
     return out
 
 
-def grade_class(root: Path, assignment: str, learners: dict, env: dict | None = None,
-                released: Path | None = None) -> dict:
-    """In a scratch course root `root` (a copy of `released`, where every assignment is generated
-    already, or generated here): submit every learner, autograde them in one stock nbgrader run,
-    generate_feedback, export. Returns {course, root, run, feedback, export, results: {student:
-    NotebookResult}}."""
-    if released is not None:
-        course = copy_course(released, root, env)
-        release_nb = course.root / "course" / assignment / f"{assignment}.ipynb"
-    else:
-        course = ScratchCourse(root, env)
-        release_nb = course.generate(assignment) / f"{assignment}.ipynb"
+def grade_class(root: Path, assignment: str, learners: dict, env: dict | None, released: Path) -> dict:
+    """In a scratch course root `root`, a copy of `released` (every assignment generated already):
+    submit every learner, autograde them in one stock nbgrader run, generate_feedback, export.
+    Returns {course, root, run, feedback, export, results: {student: NotebookResult}}."""
+    course = copy_course(released, root, env)
+    release_nb = course.root / "course" / assignment / f"{assignment}.ipynb"
     for student, learner_answers in learners.items():
         if learner_answers is None:
             course.submit(student, assignment, course.root / "source" / assignment / f"{assignment}.ipynb")
@@ -70,22 +62,10 @@ def grade_class(root: Path, assignment: str, learners: dict, env: dict | None = 
                 results={r.student: r for r in course.results(assignment, list(learners))})
 
 
-def grading_jobs(classes) -> int:
-    """Assignments graded at a time: one per CPU, at most 4 (each its own nbgrader processes and
-    gradebook, so nothing is shared), their nbgrader processes sharing the CPUs' threads as `make
-    grade --jobs` does, and their kernels one thread each (coursekit.threads)."""
-    return max(1, min(4, os.cpu_count() or 1, len(classes)))
-
-
-def grade_classes(root: Path, classes: dict[str, dict], jobs: int | None = None, released: Path | None = None,
-                  one=None) -> dict:
-    """grade_class for every assignment of `classes` in root/<assignment>, `jobs` at a time
-    (grading_jobs), the largest classes first; `one(assignment)`, if given, replaces the call (the
-    session's shared, once-only grading: tests/conftest.py)."""
-    jobs = jobs or grading_jobs(classes)
-    env = threads.env(threads.share(jobs))
-    one = one or (lambda a: grade_class(Path(root) / a, a, classes[a], env, released))
-    with ThreadPoolExecutor(jobs) as pool:  # the work is in nbgrader subprocesses; largest classes first
+def grade_classes(classes: dict[str, dict], one, jobs: int) -> dict:
+    """`one(assignment)` for every assignment of `classes`, `jobs` at a time (the work is in nbgrader
+    subprocesses), the largest classes first: tests/conftest.py's `graded`."""
+    with ThreadPoolExecutor(jobs) as pool:
         futures = {a: pool.submit(one, a) for a in sorted(classes, key=lambda a: -len(classes[a]))}
     return {a: futures[a].result() for a in classes}
 

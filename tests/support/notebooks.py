@@ -7,7 +7,6 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit.reference import with_reference_answers  # noqa: F401 - used by the tests
 
 
 def _names(code) -> set:
