@@ -32,11 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from traitlets import Float
+from traitlets import Bool, Float
 from traitlets.config import Configurable
 
 from coursekit import settings, threads
+from coursekit.grading import forkserver
 from coursekit.grading.config import course_config
+from coursekit.grading.forkserver import Forked
 
 
 def _emit(progress: Path, **event) -> None:
@@ -108,7 +110,14 @@ def main(argv=None) -> int:
     grade.add_argument("assignments", nargs="+")
     grade.add_argument("--progress", type=Path, required=True)
     grade.add_argument("--no-feedback", dest="feedback", action="store_false")
+    sub.add_parser("serve", help="a fork server of drivers (coursekit.grading.forkserver), for run_learner")
     args, flags = ap.parse_known_args(argv)
+    if args.command == "serve":
+        for name in SKIPPED_IMPORTS:
+            sys.modules.setdefault(name, None)
+        from coursekit.grading.forkserver import serve
+
+        return serve(main)
     # nbgrader creates a new gradebook by running `alembic` by name: put this interpreter's scripts on PATH,
     # as for every child process, so that `.venv/bin/python -m coursekit.batch` works unactivated (no make)
     os.environ["PATH"] = settings.child_env()["PATH"]
@@ -135,31 +144,27 @@ def main(argv=None) -> int:
 
 
 def generate(root: Path, assignments: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
-    """`nbgrader generate_assignment A --force` for every A in `assignments`, in one process: the
-    course's one way to generate (make release, make grade, make check, the tests and the benches).
-    It writes the release (root/course/A) and records the assignments and their grade cells in
-    root's gradebook, which autograde needs. `env`: as coursekit.grading.driver.run's."""
-    return subprocess.run([sys.executable, "-m", "coursekit.batch", "generate", *assignments], cwd=root,
-                          env=settings.child_env(env, base={**threads.WAIT, **os.environ}), capture_output=True,
-                          text=True)
+    """`nbgrader generate_assignment A --force` for every A in `assignments`, in one driver (forked like
+    a learner's, `_start`): the course's one way to generate (make release, make grade, make check,
+    the tests and the benches). It writes the release (root/course/A) and records the assignments
+    and their grade cells in root's gradebook, which autograde needs. `env`: as
+    coursekit.grading.driver.run's. The driver's output (stdout and stderr, in order) is the stdout returned."""
+    env = settings.child_env(env, base={**threads.WAIT, **os.environ})
+    with tempfile.TemporaryDirectory(prefix="coursekit-generate-") as tmp:
+        log = Path(tmp) / "driver.log"
+        proc = _start(Path(root), ["generate", *assignments], env, log, SubmissionRunner(config=course_config(root)).fork)
+        _reap(proc, None, block=True)
+        return subprocess.CompletedProcess(["generate", *assignments], proc.returncode, log.read_text(), "")
 
 
-def _die_with_parent() -> None:
-    """In the driver, before exec: its own process group (so a timeout kills it and its kernels
-    together), and SIGKILL when the process that started it dies (a Dask worker that is killed
-    takes its grading with it instead of leaving it to write into a folder nobody reads)."""
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-def _reap(proc: subprocess.Popen, usage: dict | None, block: bool = False) -> bool:
-    """Whether the driver has exited, collected with os.wait4 so that its resource usage (its own
-    and that of every process it waited for: the kernels) is added to usage["cpu"], in seconds."""
+def _reap(proc, usage: dict | None, block: bool = False) -> bool:
+    """Whether the driver has exited, its resource usage (its own and that of every process it waited
+    for: the kernels) then added to usage["cpu"], in seconds: os.wait4 for a driver of this process,
+    its fork server's report for a forked one (coursekit.grading.forkserver)."""
+    if isinstance(proc, Forked):
+        if block:
+            proc.wait(usage)
+        return proc.reap(usage)
     if proc.returncode is not None:
         return True
     pid, status, rusage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
@@ -171,12 +176,37 @@ def _reap(proc: subprocess.Popen, usage: dict | None, block: bool = False) -> bo
     return True
 
 
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it has just exited
+        pass
+
+
+def _start(root: Path, argv: list[str], env: dict, log: Path, fork: bool):
+    """A driver running `python -m coursekit.batch ARGV` in `root`, its output in `log`: forked from a
+    warm server of this environment where SubmissionRunner.fork allows and the platform can
+    (coursekit.grading.forkserver), else started as its own process."""
+    if fork and forkserver.usable():
+        try:
+            server = forkserver.Server.get([sys.executable, "-m", "coursekit.batch", "serve"], root, env)
+            return server.fork(argv, root, log, log.with_name("status.json"))
+        except OSError:
+            pass  # a server that cannot start or has stopped: start the driver cold
+    with open(log, "w") as log_file:
+        return subprocess.Popen([sys.executable, "-m", "coursekit.batch", *argv], cwd=root, env=env,
+                                stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=forkserver.die_with_parent)
+
+
 class SubmissionRunner(Configurable):
     """Runs a learner's submissions (`run_learner`) and keeps each within its wall-clock limit."""
 
     timeout = Float(900.0, help=(
         "Wall-clock seconds one submission may take, its kernel's start, every cell and its feedback "
         "included; one that overruns is killed and reported, and grading goes on.")).tag(config=True)
+    fork = Bool(True, help=(
+        "Fork each learner's driver from a warm server that has imported nbgrader and the checkers' "
+        "libraries (Linux only; coursekit.grading.forkserver) instead of starting it cold.")).tag(config=True)
 
 
 def submission_timeout(root: Path) -> float:
@@ -196,7 +226,8 @@ def run_learner(root: Path, student: str, work: list[str], timeout: float | None
     and their kernels used added to usage["cpu"] (make bench-grade's core-seconds). `feedback`
     False: no feedback (make check); `flags`: nbgrader settings for the driver (nbgrader's own
     command-line form, --JudgedExecute.run_measurements=True)."""
-    timeout = submission_timeout(root) if timeout is None else timeout
+    runner = SubmissionRunner(config=course_config(root))
+    timeout = runner.timeout if timeout is None else timeout
     env = settings.child_env(env, base={**threads.WAIT, **os.environ})
     out: dict[str, tuple[subprocess.CompletedProcess, float]] = {}
     remaining = list(work)
@@ -204,11 +235,8 @@ def run_learner(root: Path, student: str, work: list[str], timeout: float | None
         with tempfile.TemporaryDirectory(prefix="coursekit-batch-") as tmp:
             progress, log = Path(tmp) / "progress.jsonl", Path(tmp) / "driver.log"
             progress.touch()
-            with open(log, "w") as log_file:
-                proc = subprocess.Popen([sys.executable, "-m", "coursekit.batch", "grade", student, *remaining,
-                                         "--progress", str(progress), *([] if feedback else ["--no-feedback"]),
-                                         *(flags or [])], cwd=root, env=env, stdout=log_file,
-                                        stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            proc = _start(root, ["grade", student, *remaining, "--progress", str(progress),
+                                 *([] if feedback else ["--no-feedback"]), *(flags or [])], env, log, runner.fork)
             started, current, seen = time.monotonic(), None, 0
             try:
                 while True:
@@ -227,13 +255,13 @@ def run_learner(root: Path, student: str, work: list[str], timeout: float | None
                     if exited:
                         break
                     if time.monotonic() - started > timeout:
-                        os.killpg(proc.pid, signal.SIGKILL)
+                        _kill(proc)
                         _reap(proc, usage, block=True)
                         break
                     time.sleep(poll)
             finally:
                 if not _reap(proc, usage):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    _kill(proc)
                     _reap(proc, usage, block=True)
             if proc.returncode == -signal.SIGKILL and time.monotonic() - started > timeout:
                 stuck = current or next(a for a in remaining if a not in out)

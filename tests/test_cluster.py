@@ -111,17 +111,31 @@ def test_a_cohort_graded_on_the_cluster_gets_the_serial_grades(cluster, tmp_path
     assert {cluster.workers[w].poll() for w in cluster.workers} == {None}
 
 
-def batch_child(worker: subprocess.Popen) -> int | None:
-    """pid of the `coursekit.batch` process (the nbgrader driver of a learner) that `worker` started."""
+def _children(pid: int) -> list[tuple[int, list[bytes]]]:
+    """(pid, command line) of each child of process `pid`."""
+    out = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             status = (proc / "status").read_text()
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        ppid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
-        if ppid == worker.pid and b"coursekit.batch" in cmdline:
-            return int(proc.name)
+        if int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))) == pid:
+            out.append((int(proc.name), cmdline))
+    return out
+
+
+def batch_child(worker: subprocess.Popen) -> int | None:
+    """pid of the `coursekit.batch` process (the nbgrader driver of a learner) that `worker` started:
+    its child, or the child of its fork server (`coursekit.batch serve`, coursekit.grading.forkserver)."""
+    for pid, cmdline in _children(worker.pid):
+        if b"coursekit.batch" not in cmdline:
+            continue
+        if b"serve" not in cmdline:
+            return pid
+        forked = [child for child, line in _children(pid) if b"coursekit.batch" in line]
+        if forked:
+            return forked[0]
     return None
 
 
