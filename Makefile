@@ -89,6 +89,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(call PIP_INSTALL,$(BIN)/python,--upgrade pip)
 	$(call PIP_INSTALL,$(BIN)/python,-r requirements.txt)
 	$(call PIP_INSTALL,$(BIN)/python,--quiet --no-deps -e .)
+	# jupyter-events asks for jsonschema[format-nongpl], which brings rfc3987-syntax; jsonschema imports it
+	# when present and it builds a parser at import (1-2 s of every nbgrader, jupyter and grading process
+	# here) for the "iri" format check, which nothing in the course uses: without it jsonschema skips that check.
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	touch $@
 
 clean: ## remove .venv and caches (keeps workspace/, your answers, and any grading data)

@@ -52,8 +52,9 @@ def _emit(progress: Path, **event) -> None:
 # in), and that module builds an Earley parser of RFC 3987 at import: about 1.5 s of every driver's
 # start on the 2-core course machine (python -X importtime), for the "iri" format checker, which
 # nothing here uses: nbformat, nbconvert, nbclient and nbgrader validate without format checkers.
-# Marking it absent makes jsonschema skip that checker, as it does where the package is not
-# installed (python-jsonschema/jsonschema#1428 asks for the import to be lazy).
+# `make venv` uninstalls it (Makefile); where it is installed anyway (an environment built from
+# environment.yml), marking it absent makes jsonschema skip that checker, as it does where the
+# package is not installed (python-jsonschema/jsonschema#1428 asks for the import to be lazy).
 SKIPPED_IMPORTS = ("rfc3987_syntax",)
 
 

@@ -360,3 +360,24 @@ def test_the_learners_guide_sample_is_what_the_course_prints():
     assert re.search(r"\n\s+expected_tokens\s+0/5\n", sample), sample
     hints = _hints_shown("01", "expected_tokens", expected_exponent_K)
     assert len(hints) == 1 and f"- {hints[0]}" in sample
+
+
+def test_04s_greedy_reference_through_the_cache_is_the_plain_calls():
+    """a04's expected greedy tokens come from the KV cache (greedy_cached); they are what the plain
+    model(ids) call gives on every prompt the checks use, with every step's top-2 logit margin far
+    above float32 rounding (so a learner's plain or cached loop meets the same argmax)."""
+    import torch
+
+    from solutions.checks import a04
+    from specdec.model import encode, load
+
+    target = load("target", "cpu")
+    n = a04.N_GREEDY + a04.K_MAX
+    for prompt in a04.PROMPTS:
+        ids = encode(prompt)
+        plain = a04.greedy_reference(target, ids, n).tolist()
+        assert a04.greedy_cached(target, ids, n).tolist() == plain, prompt
+        with torch.no_grad():
+            logits = target(torch.tensor([ids.tolist() + plain[:-1]]))[0, len(ids) - 1:]
+        top2 = logits.topk(2, dim=-1).values
+        assert float((top2[:, 0] - top2[:, 1]).min()) > 1e-3, prompt
