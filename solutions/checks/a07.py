@@ -516,6 +516,9 @@ def _reproducible(fn, target, draft) -> None:
         fail("batched_generate at temperature 1 ignores its generator: two different seeds gave the same output.")
 
 
+_ALONE: dict = {}  # {device: {prompt's tokens: its NEW greedy tokens decoded alone by the shipped target}}
+
+
 def check_batched_generate(batched_generate) -> None:
     """Greedy batches of 1-16 prompts on the shipped pair against each prompt decoded alone; what each
     model's batch cache was fed, row by row (text_pair); sampled runs reproducible from their generator;
@@ -526,7 +529,7 @@ def check_batched_generate(batched_generate) -> None:
     cases = [(B, K, _prompts(B, i * 3)) for i, (B, K) in enumerate(BATCHES)]
     calls = [((target, draft, prompts, K, NEW), {"temperature": 0.0}) for B, K, prompts in cases]
     outs = call_many(batched_generate, calls, name="batched_generate")
-    alone = {}
+    alone = _ALONE.setdefault(device, {})  # each prompt decoded alone: the same for every answer graded here
     for (B, K, prompts), out in zip(cases, outs):
         label = f"batched_generate ({B} prompts, K = {K}, temperature 0)"
         rows = _rows(out, B, label)
