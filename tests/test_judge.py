@@ -150,6 +150,9 @@ def test_a_call_through_the_channel_gets_the_local_verdict(nb, check, fn):
     assert remote_verdict(check, fn) == verdict(check, fn)
 
 
+# 04's checks run the shipped model pair (its contract: heavy in process), so its channel tests are in the
+# slow tier with its checker cases (tests/support/tiers.py)
+@pytest.mark.slow
 @pytest.mark.parametrize("check, exercise, wrong", [
     ("a04.check_autoregressive_reproducible", "autoregressive_generate", "ar_global_rng"),
     ("a04.check_speculative_reproducible", "speculative_generate", "spec_global_rng"),
@@ -165,6 +168,7 @@ def test_torch_generators_and_toy_models_cross_for_04(check, exercise, wrong):
     assert hint is not None and "`generator` argument" in hint, hint
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrong, phrase", [
     ("cached_draft_no_rollback", "draft's cache still holds rejected drafts"),
     ("cached_refeed", "the cache is not used"),
