@@ -65,7 +65,7 @@ PROMPTS = [
 ]
 # 160 new bytes: prompt + new tokens + K drafts stay inside the models' 256-byte context.
 FULL = dict(n_new=160, ks=range(0, 9), prompts=PROMPTS, repeats=2, cost_repeats=40)
-QUICK = dict(n_new=48, ks=(0, 1, 4), prompts=PROMPTS[:2], repeats=2, cost_repeats=8)
+QUICK = dict(n_new=32, ks=(0, 1, 4), prompts=PROMPTS[:2], repeats=2, cost_repeats=8)
 TEMPS = (0.0, 1.0)
 BUSY = 0.10  # figures that do not repeat within 10 % say more about the machine than the method
 # The machine's absolute speed is noisier than any ratio measured side by side: on the course's
@@ -271,7 +271,7 @@ def cpu_name() -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("device", nargs="?", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 3 K values, 2 prompts, 48 new tokens")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 3 K values, 2 prompts, 32 new tokens")
     args = ap.parse_args(argv)
     device, cfg = torch.device(args.device), QUICK if args.quick else FULL
     tag = f"{device.type}{'-quick' if args.quick else ''}"

@@ -116,7 +116,13 @@ def test_make_lab_prints_the_url_and_little_else(tmp_path):
         assert len(infos) == 1, infos
         server_pid = json.loads(infos[0].read_text())["pid"]
         lab.send_signal(signal.SIGINT)
-        assert lab.wait(STOP_TIMEOUT_S) == 0
+        try:
+            code = lab.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # once, in a fresh clone's full run: say what it was doing
+            pytest.fail(f"make lab did not stop within {STOP_TIMEOUT_S} s of Ctrl-C: {_state(lab.pid)}; server "
+                        f"{_state(server_pid)}; its output: {_take(lines, lambda line: False, 1)[0]}; the server's "
+                        f"log ends:\n{log.read_text()[-2000:]}")
+        assert code == 0
         after, _ = _take(lines, lambda line: False, 10)  # the rest, up to the end of output
         assert after[-1:] == ["JupyterLab stopped."], after
         assert "[I " not in "\n".join(after) and "[C " not in "\n".join(after), after
@@ -130,6 +136,16 @@ def test_make_lab_prints_the_url_and_little_else(tmp_path):
             lab.kill()
             lab.wait()
         _kill_servers(runtime)
+
+
+def _state(pid: int) -> str:
+    """A process's state and signal masks (Linux), for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"pid {pid}: {exc.__class__.__name__}"
+    return f"pid {pid} " + ", ".join(line.replace("\t", " ") for line in status
+                                     if line.split(":")[0] in ("State", "SigBlk", "SigIgn", "SigCgt"))
 
 
 class _FakeServer:

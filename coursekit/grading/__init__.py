@@ -7,6 +7,8 @@ and to the instructor.
 - driver.py: running nbgrader (`run`), and `grade_learner`, the one way the course grades a
   learner (preflight, one nbgrader process for their submissions: coursekit.batch, read,
   classify); `autograde_stock`, stock serial nbgrader, for the benchmark's "before".
+- forkserver.py: each learner's driver forked from a warm process of its environment (Linux;
+  SubmissionRunner.fork), instead of paying nbgrader's and the checkers' imports cold.
 - scratch.py: scratch course roots (`scratch_root`) and `ScratchCourse` (generate, submit, grade, read).
 - integrity.py: the preflight and the integrity scan of a submission's code.
 - results.py: what nbgrader recorded (`CellResult`, `NotebookResult`), read and classified.
