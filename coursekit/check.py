@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from coursekit import platforms
 from coursekit.grading.report import learner_report
 from coursekit.grading.results import NotebookResult
 from coursekit.grading.scratch import ScratchCourse
@@ -98,12 +99,26 @@ def check(workspace: Path, which: list[str], out=print) -> tuple[float, float]:
         total += sum(r.score or 0 for r in results)
         total_max += sum(r.max_score or 0 for r in results)
     graded = len(which) - len(skipped)
-    out(f"TOTAL {total:g}/{total_max:g} over {graded} notebook{'s' if graded != 1 else ''} graded"
+    out(f"TOTAL {total:g}/{total_max:g} over {graded} notebook{'s' if graded != 1 else ''} graded, "
+        f"{total:g}/{course_points():g} of the whole course"
         + (f"; not started: {', '.join(a.split('_', 1)[0] for a in skipped)}" if skipped else ""))
+    if graded:
+        from coursekit.judge.layers import AUDIT, describe, mode
+
+        if mode() == AUDIT:  # said once: what guarded the grading kernels (the instructors' guide's words)
+            out(f"Grading kernels ran under: {describe(AUDIT)}")
     return total, total_max
 
 
+def course_points() -> float:
+    """The points of every notebook of the course."""
+    from coursekit import registry
+
+    return float(sum(registry.read(a).max_score for a in assignments()))
+
+
 def main(argv=None) -> int:
+    platforms.require_posix()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workspace", nargs="?", type=Path, default=WORKSPACE)
     ap.add_argument("notebooks", nargs="*", help="only these notebooks: names or numbers (default: all)")

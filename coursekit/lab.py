@@ -46,8 +46,13 @@ STOP_GRACE_S = 30  # a clean stop that takes longer than this is cut short
 
 
 def command(workspace: Path, port: int = 8888, token: str | None = None) -> list[str]:
+    # ws_ping_timeout: jupyter_server's websockets default to a pong timeout of three pings (90 s) and
+    # tornado 6.5 allows one at most, so every kernel's first connection wrote a warning into the log
+    # ("The websocket_ping_timeout (90000) cannot be longer than the websocket_ping_interval (30000)")
+    # and used one ping anyway: asking for one ping says the same without the warning
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           f"--ServerApp.root_dir={Path(workspace).resolve()}", f"--LabApp.app_settings_dir={SETTINGS}"]
+           f"--ServerApp.root_dir={Path(workspace).resolve()}", f"--LabApp.app_settings_dir={SETTINGS}",
+           '--ServerApp.tornado_settings={"ws_ping_timeout": 30000}']
     if token is not None:
         cmd.append(f"--IdentityProvider.token={token}")
     if os.getuid() == 0:  # Jupyter refuses to run as root unless told (containers, CI machines)
@@ -116,7 +121,10 @@ def stop(server: subprocess.Popen) -> None:
 
 
 def main(argv=None) -> None:
+    from coursekit import platforms
     from coursekit.workspace import MANIFEST, sync
+
+    platforms.require_posix()
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workspace", nargs="?", type=Path, default=WORKSPACE)

@@ -340,3 +340,11 @@ def test_a_finished_exercise_says_so_and_drops_out_of_validate(lab, page, shots)
     page.wait_for_timeout(1000)  # the windowed notebook paints the cells around it after the scroll
     shot(page, shots, "11-pass-line.png")
     assert line.count() == 1
+
+
+def test_the_server_log_has_no_websocket_warning(lab):
+    """Every kernel the tests above opened connected a websocket; none wrote tornado's warning about
+    the ping timeout into the log learners are told to read (coursekit.lab.command asks for one ping)."""
+    text = lab["log"].read_text()
+    assert "is running at" in text
+    assert "websocket_ping_timeout" not in text, text[-3000:]

@@ -92,6 +92,7 @@ def test_make_lab_prints_the_url_and_little_else(tmp_path):
         assert len(before) <= MAX_LINES, shown
         copied = sum(1 for p in COURSE.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
         assert any(str(ws.resolve()) in line and f"{copied} files copied" in line for line in before), shown
+        assert f"({copied} files copied from course/)" in (REPO / "docs" / "learners.md").read_text()  # its sample
         urls = re.findall(rf"http://127\.0\.0\.1:{port}/lab\?token=\w+", shown)
         assert len(urls) == 1, shown
         assert str(log.resolve()) in shown or LOG in shown, shown

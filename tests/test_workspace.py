@@ -3,7 +3,7 @@
 import pytest
 
 from coursekit import workspace
-from coursekit.check import check, grade_workspace, not_started, resolve
+from coursekit.check import check, course_points, grade_workspace, not_started, resolve
 from coursekit.grading.report import learner_report as report
 from coursekit.paths import COURSE, SOURCE
 from coursekit.reference import with_reference_answers
@@ -105,7 +105,7 @@ def test_untouched_notebooks_are_one_line_each_and_not_graded(tmp_path):
     lines = []
     assert check(ws, [A01, "02_cost_and_speedup"], out=lines.append) == (0.0, 0.0)
     assert lines == ["01_acceptance_chain: not started: 3 exercises", "02_cost_and_speedup: not started: 5 exercises",
-                     "TOTAL 0/0 over 0 notebooks graded; not started: 01, 02"]
+                     f"TOTAL 0/0 over 0 notebooks graded, 0/{course_points():g} of the whole course; not started: 01, 02"]
 
 
 def test_a_changed_answer_cell_starts_a_notebook_and_a_run_alone_does_not(tmp_path):
@@ -138,7 +138,7 @@ def test_check_workspace_with_reference_answers_scores_full(tmp_path):
     check(ws, [A01, "02_cost_and_speedup"], out=lines.append)
     assert lines[0] == "01_acceptance_chain: grading ..."
     assert lines[-2] == "02_cost_and_speedup: not started: 5 exercises"
-    assert lines[-1] == "TOTAL 12/12 over 1 notebook graded; not started: 02", lines
+    assert lines[-1] == f"TOTAL 12/12 over 1 notebook graded, 12/{course_points():g} of the whole course; not started: 02", lines
 
 
 @pytest.mark.slow  # grades a notebook in a kernel, as `make check` does

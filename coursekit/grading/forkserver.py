@@ -36,29 +36,29 @@ import threading
 import traceback
 from pathlib import Path
 
+from coursekit import platforms
+
 PRELOAD = ("nbgrader.apps", "nbconvert.exporters.html", "jupyter_client.manager", "coursekit.judge.execute",
            "coursekit.judge.sandbox", "numpy", "scipy.stats", "matplotlib.pyplot", "nbformat")
 IGNORED = ("PYTEST_CURRENT_TEST",)  # set per test by pytest; read by nothing the server imports
 MAX_SERVERS = 4
 
 
+PR_SET_PDEATHSIG = 1
+
+
 def usable() -> bool:
     """Forking a warm server is safe and its process facilities exist: Linux only (macOS's system
     libraries are not fork-safe once loaded; Windows has no fork)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(os, "wait4")
+    return platforms.can_fork_server()
 
 
 def die_with_parent() -> None:
     """Its own session, and SIGKILL when the process (thread) that started it dies (Linux's
     PR_SET_PDEATHSIG; nothing elsewhere)."""
     os.setsid()
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
+    if platforms.has_prctl():
+        platforms.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 # ---------------------------------------------------------------- the server's side

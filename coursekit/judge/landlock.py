@@ -49,6 +49,8 @@ import errno
 import os
 from pathlib import Path
 
+from coursekit import platforms
+
 # system call numbers: the same on every architecture (added after the numbering was unified)
 CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1 << 0
@@ -84,8 +86,17 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+_LIBC: list = []
+
+
+def _libc():
+    """The C library, loaded on first use: only on Linux (coursekit.platforms.has_landlock), where its
+    syscall() takes Landlock's numbers."""
+    if not _LIBC:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        _LIBC.append(libc)
+    return _LIBC[0]
 
 
 class LandlockError(OSError):
@@ -93,7 +104,7 @@ class LandlockError(OSError):
 
 
 def _call(number, *args) -> int:
-    result = _libc.syscall(ctypes.c_long(number), *args)
+    result = _libc().syscall(ctypes.c_long(number), *args)
     if result < 0:
         code = ctypes.get_errno()
         raise LandlockError(code, f"landlock system call {number}: {os.strerror(code)}")
@@ -102,7 +113,10 @@ def _call(number, *args) -> int:
 
 def abi() -> int:
     """The Landlock ABI version this kernel offers; 0 where it has none (too old: ENOSYS; built
-    without it or not enabled at boot: EOPNOTSUPP; a seccomp filter of a container: EPERM/ENOSYS)."""
+    without it or not enabled at boot: EOPNOTSUPP; a seccomp filter of a container: EPERM/ENOSYS);
+    0 on every other system, whose system call numbers mean other calls."""
+    if not platforms.has_landlock():
+        return 0
     try:
         return _call(CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
     except LandlockError as exc:
@@ -137,7 +151,7 @@ def restrict(readable, writable, *, version: int | None = None) -> int:
         rules = [(p, READ) for p in readable] + [(p, WRITE) for p in writable] + [(p, DEVICE) for p in DEVICES]
         for path, rights in rules:
             _allow(ruleset, Path(path), rights & fs)
-        if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        if _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise LandlockError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         _call(RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:

@@ -18,7 +18,7 @@ coursekit.judge.limits); `mode(layer)` resolves `auto` to the strongest availabl
 """
 from __future__ import annotations
 
-from coursekit import settings
+from coursekit import platforms, settings
 from coursekit.judge.limits import AUDIT, BWRAP, LANDLOCK, LAYERS  # noqa: F401 - their names here too
 
 WHY_MISSING = {BWRAP: "bubblewrap is missing or cannot create namespaces here (Debian: apt-get install bubblewrap)",
@@ -33,14 +33,16 @@ def available(layer: str) -> bool:
             import shutil
             import subprocess
 
-            exe = shutil.which("bwrap")
+            exe = shutil.which("bwrap") if platforms.has_bubblewrap() else None
             _MODE[layer] = bool(exe) and subprocess.run(
                 [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net",
                  "--unshare-ipc", "--die-with-parent", "true"], capture_output=True).returncode == 0
         elif layer == LANDLOCK:
-            from coursekit.judge import landlock
+            _MODE[layer] = False
+            if platforms.has_landlock():
+                from coursekit.judge import landlock
 
-            _MODE[layer] = landlock.abi() >= 1
+                _MODE[layer] = landlock.abi() >= 1
         else:
             _MODE[layer] = True
     return _MODE[layer]
@@ -72,6 +74,8 @@ def describe(layer: str) -> str:
         from coursekit.judge import landlock
 
         return f"Landlock (ABI {landlock.abi()}) with the audit hook"
+    if not platforms.linux():
+        return "audit hook only (bubblewrap and Landlock are Linux's: native code is not contained)"
     missing = [WHY_MISSING[other] for other in (BWRAP, LANDLOCK) if not available(other)]
     return "audit hook only (" + ("; ".join(missing) if missing else f"{settings.SANDBOX.name}=audit") + \
         ": native code is not contained)"

@@ -11,15 +11,16 @@ wins: a variable set in the grader's environment, then grader_config.py, then th
 The variable is how a process that never reads grader_config.py (a test, a CI job, a Dask
 worker started by hand) is told, so it is the one that wins.
 
-This module imports nothing of the course (coursekit.settings reads its defaults).
+This module imports nothing of the course but coursekit.platforms (coursekit.settings reads its defaults).
 """
 from __future__ import annotations
 
 import os
-import resource
 
 from traitlets import Enum, Int
 from traitlets.config import Configurable
+
+from coursekit import platforms
 
 GiB = 1024 ** 3
 BWRAP, LANDLOCK, AUDIT = "bubblewrap", "landlock", "audit"  # the layers, strongest first
@@ -48,19 +49,31 @@ def default(trait: str):
     return KernelLimits.class_traits()[trait].default_value
 
 
-def _limit(kind, value):
+def _limit(resource, name: str, value: int) -> None:
+    kind = getattr(resource, name, None)
+    if kind is None:  # a limit this system does not have
+        return
     soft, hard = resource.getrlimit(kind)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
-    resource.setrlimit(kind, (value, value if hard == resource.RLIM_INFINITY else hard))
+    try:
+        resource.setrlimit(kind, (value, value if hard == resource.RLIM_INFINITY else hard))
+    except (ValueError, OSError):
+        if platforms.linux():  # Linux enforces each of them: a failure there is a real one
+            raise  # (macOS refuses some, RLIMIT_AS among them: its other limits and the audit hook remain)
 
 
 def set_limits(memory_limit: int, cpu_limit: int, file_limit: int, process_limit: int) -> None:
     """In the kernel's process, before the kernel starts (it and any child): address space, CPU
-    time, the largest file, no core dumps, and the processes of a non-root grader."""
-    _limit(resource.RLIMIT_AS, memory_limit)
-    _limit(resource.RLIMIT_CPU, cpu_limit)
-    _limit(resource.RLIMIT_FSIZE, file_limit)
-    _limit(resource.RLIMIT_CORE, 0)
+    time, the largest file, no core dumps, and the processes of a non-root grader. Where the system
+    has no resource limits (Windows, where the course stops first: coursekit.platforms) nothing."""
+    if not platforms.has_rlimits():
+        return
+    import resource
+
+    _limit(resource, "RLIMIT_AS", memory_limit)
+    _limit(resource, "RLIMIT_CPU", cpu_limit)
+    _limit(resource, "RLIMIT_FSIZE", file_limit)
+    _limit(resource, "RLIMIT_CORE", 0)
     if os.getuid() != 0:
-        _limit(resource.RLIMIT_NPROC, process_limit)
+        _limit(resource, "RLIMIT_NPROC", process_limit)

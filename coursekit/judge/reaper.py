@@ -6,35 +6,29 @@ from __future__ import annotations
 
 import os
 
+from coursekit import platforms
+
 PR_SET_CHILD_SUBREAPER = 36
 _SUBREAPER: list = []
 
 
 def adopt_orphans() -> None:
-    """Make this process (the grader) a child subreaper: a process that a kernel starts and
-    leaves behind (a double fork, `sleep &` from native code) becomes this process's child when
-    its parent exits, instead of init's, so `end_strays` can find and end it."""
+    """Make this process (the grader) a child subreaper where Linux offers it: a process that a
+    kernel starts and leaves behind (a double fork, `sleep &` from native code) becomes this
+    process's child when its parent exits, instead of init's, so `end_strays` can find and end it.
+    Elsewhere (macOS) only the kernel's own descendants are found, while they still have a parent
+    in its tree, and the audit hook refuses to start processes in the first place."""
     if not _SUBREAPER:
-        import ctypes
-
-        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+        if platforms.has_prctl() and not platforms.prctl(PR_SET_CHILD_SUBREAPER, 1):
+            raise OSError("prctl(PR_SET_CHILD_SUBREAPER) failed")
         _SUBREAPER.append(True)
 
 
 def children() -> set[int]:
-    """The process ids whose parent is this process (zombies included)."""
-    me, found = os.getpid(), set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == me:
-                found.add(int(entry.name))
-    return found
+    """The process ids whose parent is this process (zombies included), through psutil (every platform)."""
+    import psutil
+
+    return {child.pid for child in psutil.Process().children()}
 
 
 def end_strays(before: set[int]) -> list[int]:
