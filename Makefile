@@ -23,7 +23,7 @@ lab: $(STAMP) ## set up, copy the course into workspace/ (never overwriting your
 test: $(STAMP) ## set up and run the whole test suite (on up to 4 CPUs at once; tests/support/tiers.py says how)
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder --durations=25
 
-test-fast: $(STAMP) ## the inner loop (about 2 minutes on 2 cores): checkers, helpers, model, sync, leaks, 01 graded with stock nbgrader
+test-fast: $(STAMP) ## the inner loop (about 90 s on 2 cores): checkers, helpers, model, sync, leaks, 01 graded with stock nbgrader
 	$(BIN)/python -m pytest -m "not slow" -n auto --maxprocesses 4 --dist loadgroup --no-loadscope-reorder
 
 check: $(STAMP) ## grade your workspace with the hidden tests, notebook by notebook: points per exercise and hints (NB=01 or NB="01 02": only those)
