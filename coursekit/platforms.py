@@ -7,7 +7,7 @@ with Linux's facilities hidden (the platform reported as darwin: tests/support/p
 
 - prctl (PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS): Linux's C library only;
   macOS's has no such symbol.
-- /proc: Linux only; psutil lists a process's children on every platform.
+- /proc: Linux only; the course reads no /proc file itself (psutil lists a process's children on every platform).
 - Landlock's system calls: Linux only (the numbers mean other calls elsewhere).
 - bubblewrap: Linux namespaces only.
 - fork of a warm process (coursekit.grading.forkserver): Linux only (macOS's system libraries are
@@ -31,10 +31,6 @@ def windows() -> bool:
 
 def has_prctl() -> bool:
     return linux()
-
-
-def has_proc() -> bool:
-    return linux() and os.path.isdir("/proc/self")
 
 
 def has_landlock() -> bool:

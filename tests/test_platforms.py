@@ -184,3 +184,11 @@ def test_native_windows_stops_with_one_sentence(module):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "support" / "pretend_windows"), str(REPO)]))
     done = subprocess.run([sys.executable, "-m", module, "lab"], capture_output=True, text=True, cwd=REPO, env=env)
     assert done.returncode == 1 and done.stdout == "" and done.stderr == platforms.WSL + "\n", done.stderr
+
+
+def test_python_m_coursekit_test_is_make_test():
+    """`python -m coursekit test` runs the Makefile's `make test` command, flag for flag."""
+    from coursekit.__main__ import COMMANDS
+
+    recipe = (REPO / "Makefile").read_text().split("\ntest:", 1)[1].splitlines()[1].split()
+    assert recipe[0] == "$(BIN)/python" and recipe[1:] == COMMANDS["test"], recipe

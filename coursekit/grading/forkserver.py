@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -168,7 +169,7 @@ class Forked:
 
     def wait(self, usage: dict | None) -> None:
         while not self.reap(usage):
-            threading.Event().wait(0.02)
+            time.sleep(0.02)
 
 
 class Server:
