@@ -10,7 +10,9 @@ JupyterLab's app settings folder:
   Assignment, Course List and Assignment List: this course does not use nbgrader's exchange);
   the notebook toolbar's Validate button stays, and runs the visible tests in the grading sandbox;
 - overrides.json turns off the news feed and update checks: the course works offline, and a
-  pop-up asking to fetch news is noise in a lesson.
+  pop-up asking to fetch news is noise in a lesson; and code cells wrap their long lines, so a
+  visible test's message (`assert ..., "accepted_pmf(0.5, 2) should be ...: the last entry is ..."`)
+  is read whole instead of running past the cell's right edge (your own settings still win).
 
 The terminal shows only what a learner needs: where the workspace is, the URL to open (with its
 token, read from the server's own jpserver-<pid>.json in Jupyter's runtime folder once the server

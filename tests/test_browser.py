@@ -14,6 +14,7 @@ Each step leaves a screenshot in build/screenshots/ (the test artifacts; the pat
   09-scan-page.png         the course-wide "scan before the interview" page, rendered
   10-validate-one-done.png Validate on notebook 01 once accepted_pmf is done: only the others' cells fail
   11-pass-line.png         the visible tests of accepted_pmf run: the line that says they passed
+  12-wrapped-message.png   a wrong answer's visible test fails: source and traceback wrap inside the cell
 
 Where no browser is found the tests are skipped with one line that says how to enable them, so
 `make test` passes on a newcomer's machine. CI (`.ci/run`) installs Chromium and sets
@@ -31,6 +32,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from coursekit.lab import command
@@ -348,3 +350,38 @@ def test_the_server_log_has_no_websocket_warning(lab):
     text = lab["log"].read_text()
     assert "is running at" in text
     assert "websocket_ping_timeout" not in text, text[-3000:]
+
+
+def test_a_failing_visible_test_message_wraps_inside_its_cell(lab, page, shots, request):
+    """A wrong answer's visible test fails; its messages are longer than the cell is wide. Both the test
+    cell's source (code cells wrap: coursekit/lab/overrides.json) and the traceback under it wrap inside
+    the cell instead of running past its right edge, where a learner would not see the hint's end."""
+    ws = lab["workspace"] / A01 / f"{A01}.ipynb"
+    before = ws.read_bytes()  # put back at the end: the other tests want 01 untouched or as they wrote it
+    request.addfinalizer(lambda: ws.write_bytes(before))
+    nb = nbformat.read(ws, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "accepted_pmf":
+            cell.source = ("def accepted_pmf(alpha, K):\n"
+                           "    return np.array([alpha ** n * (1 - alpha) for n in range(K + 1)])\n")
+    nbformat.write(nb, ws)
+    open_notebook(page, lab, A01)
+    menu(page, "Run", "Run All Cells")
+    selector = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+    page.wait_for_selector(selector, timeout=120_000)
+    wait_idle(page)
+    cell = page.locator(".jp-CodeCell", has=page.locator(selector)).first
+    cell.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)  # the windowed notebook paints the cells around it after the scroll
+    shot(page, shots, "12-wrapped-message.png")
+    hint = "the last entry is alpha**K, all K accepted"
+    source, output = cell.locator(".cm-content"), cell.locator(selector)
+    assert hint in source.text_content() and hint in output.text_content()
+    # Wider than its box = cut off: the editor's scroller and the output's <pre> scroll nothing sideways.
+    for box in (cell.locator(".cm-scroller"), output.locator("pre")):
+        scroll, client = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert scroll <= client, (scroll, client)
+    # A line of the source really wrapped: the hint's line is taller than one line of text.
+    line = source.locator(".cm-line", has_text=hint)
+    height, font = line.evaluate("e => [e.getBoundingClientRect().height, parseFloat(getComputedStyle(e).lineHeight)]")
+    assert height > 1.5 * font, (height, font)
