@@ -146,8 +146,10 @@ def main(argv=None) -> None:
     # a measurement less (coursekit.threads; torch keeps its default thread count in a lab)
     env = dict(os.environ)
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    # SIGTERM and SIGHUP (terminal closed) stop the server like Ctrl-C does
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    # SIGTERM and SIGHUP (terminal closed) stop the server like Ctrl-C does; and Ctrl-C itself even where
+    # this process was started with SIGINT ignored (a non-interactive shell's background job: `make lab &`
+    # in a script), where Python installs no handler and Ctrl-C did nothing
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.default_int_handler)
     with open(log, "w") as out:
         server = subprocess.Popen(command(args.workspace, args.port), stdin=subprocess.DEVNULL, stdout=out,
