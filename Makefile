@@ -12,7 +12,7 @@ ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 PIP_INSTALL = for try in 1 2 3; do $(1) -m pip install --quiet $(2) && break; \
   [ $$try = 3 ] && exit 1; echo "pip install failed (try $$try of 3); trying again in 10 s" >&2; sleep 10; done
 
-.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-merge bench-threads gpu-check train heads grade
+.PHONY: help lab test test-fast check release sync strip venv learner-env hub hub-proxy clean bench-formulas bench bench-grade bench-merge bench-threads gpu-check train heads distill grade
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -50,8 +50,12 @@ bench-threads: $(STAMP) ## torch threads and OpenMP's wait policy, quiet and wit
 bench-formulas: $(STAMP) ## time the vectorised formulas behind the explorer (1000 x 1000 grid)
 	$(BIN)/python benchmarks/formula_speed.py
 
-train: $(STAMP) ## retrain the shipped target/draft pair (seeded; minutes on a GPU, many hours on a CPU)
+train: $(STAMP) ## retrain the shipped target/draft pair (seeded; minutes on a GPU, many hours on a CPU), then notebook 08's drafts
 	$(BIN)/python -m specdec.train
+	@$(MAKE) --no-print-directory distill
+
+distill: $(STAMP) ## notebook 08's eight drafts: the shipped draft fine-tuned with each loss on corpus and on-policy data (seeded; about 20 minutes on 2 cores)
+	$(BIN)/python -m solutions.distill $(ARGS)
 
 heads: $(STAMP) ## retrain notebook 05's self-drafting heads on the shipped target (seeded; a few minutes on a CPU)
 	$(BIN)/python -m specdec.heads
