@@ -2,20 +2,19 @@
 two-worker cluster. In one run, on one machine:
 
 1. Before and after, side by side: one learner who hands in every assignment with the reference
-   answers, graded twice, one submission at a time:
-   - before: grading as it was before issue 17, the course's code at BEFORE (its judge, codec,
-     sandbox and configuration, `git archive`d into the run's temp folder and put first on the
-     PYTHONPATH of nbgrader and its kernels): stock serial nbgrader, one `nbgrader autograde`
-     process per submission, every cell run. The notebooks and checkers are today's; they differ
-     from BEFORE's only in the cells' tags and in which calls ship the toy models' records. Where
-     git or that commit is missing (an archive, a shallow clone), before is today's code,
-     serial, with every cell run (`--run-measurements`), and the summary says so;
+   answers, graded twice, one submission at a time, by today's code in two configurations:
+   - before: stock serial nbgrader, one `nbgrader autograde` process per submission, every cell run
+     (measurements included: --JudgedExecute.run_measurements=True), torch's default threads and
+     OpenMP's default wait in the kernels: the course as a plain nbgrader install would grade it;
    - after: `make grade`'s engine on a one-worker cluster: one nbgrader process for all the
-     learner's assignments (coursekit.batch), measurement cells not run.
+     learner's assignments (coursekit.batch, forked from a warm server on Linux), measurement cells
+     not run, one torch thread per kernel.
+   Both grade the same notebooks with the same checkers, so they must agree: the bench exits 1,
+   naming each assignment and cell, when a score, a flag or a hint differs.
    Per assignment: seconds per submission both ways and where they went (kernel start, the
-   learner's cells, the hidden checks, other cells: COURSE_GRADING_PROFILE); whether every score,
-   flag and hint agrees; and the CPU seconds the learner's grading used both ways (every grading
-   process and its kernels: less moved by other load on the machine than wall-clock time).
+   learner's cells, the hidden checks, other cells: COURSE_GRADING_PROFILE); and the CPU seconds the
+   learner's grading used both ways (every grading process and its kernels: less moved by other
+   load on the machine than wall-clock time).
 2. The cluster: --learners learners x every assignment (every fourth submission the unanswered
    release, rotating) graded on a `dask scheduler` and two `dask worker`s on 127.0.0.1
    (coursekit.grading.cluster, as docs/instructors.md starts them by hand): submissions per minute, and what
@@ -34,21 +33,20 @@ import os
 import platform
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from coursekit import settings
-from coursekit.grading.bundle import CONFIG_NAMES
 from coursekit.grading.cluster import LoopbackCluster
-from coursekit.grading.cohort import grade_course
+from coursekit.grading.cohort import MEASUREMENTS_FLAG, grade_course
 from coursekit.grading.driver import autograde_stock, run
 from coursekit.grading.scratch import ScratchCourse
 from coursekit.reference import with_reference_answers
-from coursekit.paths import REPO, SOURCE
+from coursekit.paths import SOURCE
 
 OUT = Path(__file__).resolve().parent / "results-grading.md"
-BEFORE = "e341fb3"  # the last commit before issue 17's work (its grading: serial stock nbgrader)
 PROFILE = settings.GRADING_PROFILE.name  # each notebook's breakdown, one json line
 PARTS = ("startup", "learner", "hidden", "other")
 
@@ -66,35 +64,38 @@ def cohort(root: Path, learners: int, assignments: list[str], blanks: bool = Tru
             course.submit(f"learner{k:02d}", assignment, release if unfinished else answered, f"{assignment}.ipynb")
 
 
-def before_code(dest: Path) -> Path | None:
-    """The course's code at BEFORE, unpacked into dest (None without git or that commit)."""
-    import subprocess
-
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", BEFORE],
-                             capture_output=True)
-    if archive.returncode != 0:
-        return None
-    dest.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-    return dest
-
-
-def grade_before(root: Path, assignments: list[str], code: Path) -> list:
-    """Each submission in root graded as before issue 17: BEFORE's configuration in the course
-    root, its modules first on the PYTHONPATH of `nbgrader autograde` (and so of its kernels), one
-    process per submission; then generate_feedback. The gradebook already knows the assignments."""
-    import shutil
-
-    for name in CONFIG_NAMES:
-        shutil.copy(code / name, root / name)
-    env = {"PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-           "OMP_WAIT_POLICY": None}  # as before: OpenMP's default wait, torch's default threads
+def grade_before(root: Path, assignments: list[str]) -> list:
+    """Each submission in root graded by stock serial nbgrader with today's configuration: one
+    `nbgrader autograde` process per submission, every cell run, torch's default threads and OpenMP's
+    default wait; then generate_feedback. The gradebook already knows the assignments."""
+    env = {"OMP_WAIT_POLICY": None}  # OpenMP's default wait; no thread setting: torch's default threads
     rows = []
     for assignment in assignments:
-        rows += autograde_stock(root, assignment, "learner00", env=env)
+        rows += autograde_stock(root, assignment, "learner00", env=env, flags=(MEASUREMENTS_FLAG,))
     for assignment in assignments:
         run(root, "generate_feedback", assignment, "--force", env=env)
     return rows
+
+
+def differences(before, after) -> list[str]:
+    """Every (learner, assignment, cell) whose score or hint differs, and every submission whose score or
+    flags differ: one line each, naming the assignment and the cell."""
+    b, a = outcome(before), outcome(after)
+    lines = []
+    for key in sorted(set(b) | set(a)):
+        student, assignment = key
+        if key not in b or key not in a:
+            lines.append(f"{assignment} ({student}): graded only {'after' if key in a else 'before'}")
+            continue
+        (score_b, flags_b, cells_b), (score_a, flags_a, cells_a) = b[key], a[key]
+        if score_b != score_a or flags_b != flags_a:
+            lines.append(f"{assignment} ({student}): score {score_b} before, {score_a} after; flags {flags_b} before, "
+                         f"{flags_a} after")
+        by_id_b, by_id_a = {c[0]: c[1:] for c in cells_b}, {c[0]: c[1:] for c in cells_a}
+        for cell in sorted(set(by_id_b) | set(by_id_a)):
+            if by_id_b.get(cell) != by_id_a.get(cell):
+                lines.append(f"{assignment} ({student}), cell {cell}: {by_id_b.get(cell)} before, {by_id_a.get(cell)} after")
+    return lines
 
 
 def profile(path: Path) -> dict[str, dict]:
@@ -135,15 +136,10 @@ def main(argv=None) -> int:
         before_root, after_root = tmp / "before", tmp / "after"
         for root in (before_root, after_root):
             cohort(root, 1, assignments, blanks=False)
-        # before: grading as it was before issue 17 (BEFORE's code), stock serial nbgrader, every cell run
-        old = before_code(tmp / "before-code")
+        # before: stock serial nbgrader with today's configuration, every cell run, torch's default threads
         os.environ[PROFILE] = str(tmp / "before.jsonl")
         t0, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        if old is None:
-            before = grade_course(before_root, assignments, jobs=1, run_measurements=True)
-            label = "today's code, serial, every cell run (no git history here)"
-        else:
-            before, label = grade_before(before_root, assignments, old), f"the code at {BEFORE}"
+        before = grade_before(before_root, assignments)
         t_before = time.perf_counter() - t0
         now = resource.getrusage(resource.RUSAGE_CHILDREN)  # every process it ran, their kernels included
         cpu_before = now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
@@ -155,14 +151,15 @@ def main(argv=None) -> int:
             t_after = time.perf_counter() - t0
         cpu_after = spent["cpu"]  # the learner's driver and its kernels, measured on the worker
         del os.environ[PROFILE]
-        agree = outcome(before) == outcome(after)
+        differ = differences(before, after)
+        agree = not differ
         prof_b, prof_a = profile(tmp / "before.jsonl"), profile(tmp / "after.jsonl")
         sec_b = {r.assignment: r.seconds for r in before}
         sec_a = {r.assignment: r.seconds for r in after}
         mean_b, mean_a = statistics.mean(sec_b.values()), statistics.mean(sec_a.values())
         lines += ["## Before and after, one submission at a time, side by side", "",
-                  f"One learner with the reference answers in every assignment. Before: grading as before "
-                  f"issue 17, {label}: stock serial `nbgrader autograde`, one process per submission, every "
+                  "One learner with the reference answers in every assignment, graded by today's code twice. "
+                  "Before: stock serial `nbgrader autograde`, one process per submission, every "
                   "cell run. After: `make grade`'s "
                   "engine on one worker: one nbgrader process for the learner, measurement cells not run "
                   "(its kernels get 1 torch/BLAS thread and OpenMP's passive wait, coursekit.threads; before's get torch's default threads and wait). Seconds per submission, and "
@@ -178,6 +175,7 @@ def main(argv=None) -> int:
                   f"{mean_b / mean_a:.2f}x faster.** Whole runs, generate_assignment, feedback and grades.csv "
                   f"included: before {t_before:.0f} s, after {t_after:.0f} s (the cluster's start not included). "
                   f"Scores, flags and hints identical: {'yes' if agree else 'NO'}.", "",
+                  *(["Where they differ:", ""] + [f"- {line}" for line in differ] + [""] if differ else []),
                   (f"**CPU time of the learner's grading, every process with its kernels: before {cpu_before:.0f} "
                    f"core-seconds, after {cpu_after:.0f}: {cpu_before / cpu_after:.2f}x less.** (Before: each "
                    "`nbgrader autograde` and `generate_feedback` process; after: the learner's driver on the worker, "
@@ -212,6 +210,10 @@ def main(argv=None) -> int:
     text = "\n".join(lines)
     OUT.write_text(text)
     print(text)
+    if differ:
+        print(f"bench-grade: before and after disagree on {len(differ)} cells or submissions (listed above): "
+              "the two configurations no longer grade alike", file=sys.stderr)
+        return 1
     return 0
 
 

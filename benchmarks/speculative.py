@@ -241,6 +241,7 @@ def report(rows, probes, costs, device, cfg, load_before) -> list[str]:
               f"fastest repeat, against one repeat's) or the one-step cost just before vs "
               f"just after the row differs by more than {PULSE:.0%}; the run is too busy when more than "
               f"{TOO_MANY:.0%} of its rows are marked.", alone_note(costs)]
+    lines.append(ratio_line(rows))
     lines.append(run_verdict(rows))
     return lines
 
@@ -288,14 +289,37 @@ def main(argv=None):
     print(summary(rows))
 
 
+def limit_ratio(rows, T: float) -> tuple[float, dict, dict]:
+    """(ratio, best row, limit row) at temperature T: the best measured speedup over the pair's limit
+    without round overhead on the same run, the largest prediction from c and verify timed alone with
+    o = 0 (`pred_v`, over every K). 1 would mean the loop's own work costs nothing."""
+    at_T = [r for r in rows if r["T"] == T]
+    best = max(at_T, key=lambda r: r["measured"])
+    limit = max(at_T, key=lambda r: r["pred_v"])
+    return best["measured"] / limit["pred_v"], best, limit
+
+
+def ratio_line(rows) -> str:
+    """How close the best measured speedup comes to the no-overhead limit, per temperature."""
+    parts = []
+    for T in TEMPS:
+        ratio, best, limit = limit_ratio(rows, T)
+        parts.append(f"T={T:g}: best measured {best['measured']:.2f}x (K={best['K']}) / limit {limit['pred_v']:.2f}x "
+                     f"(K={limit['K']}) = {ratio:.2f}")
+    return ("best measured speedup over the pair's limit without round overhead (c and verify timed alone, o = 0, "
+            "the largest over K): " + "; ".join(parts))
+
+
 def summary(rows) -> str:
-    """The last line: best speedups, o, and measured / predicted over the unmarked rows with K > 0 (band and
-    median): with the loop's own terms and o (a run), and with c and verify timed alone, without o."""
+    """The last line: best speedups, their ratio to the no-overhead limit, o, and measured / predicted over the
+    unmarked rows with K > 0 (band and median): with the loop's own terms and o (a run), and with c and verify
+    timed alone, without o."""
     quiet = [r for r in rows if r["K"] > 0 and not r["busy"]]
     best = {T: max((r for r in rows if r["T"] == T), key=lambda r: r["measured"]) for T in TEMPS}
     k0 = [r for r in rows if r["K"] == 0]
     line = (f"best speedup {best[0.0]['measured']:.2f}x at K={best[0.0]['K']} (T=0), "
-            f"{best[1.0]['measured']:.2f}x at K={best[1.0]['K']} (T=1); K=0 loop "
+            f"{best[1.0]['measured']:.2f}x at K={best[1.0]['K']} (T=1), of the no-overhead limit "
+            + "/".join(f"{limit_ratio(rows, T)[0]:.2f}" for T in TEMPS) + "; K=0 loop "
             + "/".join(f"{r['measured']:.2f}x" for r in k0) + " of plain; ")
     if not quiet:
         return line + "every row with K > 0 is marked busy"

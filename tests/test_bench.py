@@ -95,3 +95,45 @@ def test_a_run_is_predicted_from_its_prefill_and_its_rounds():
     assert a_round == pytest.approx(2.5 * 1.03 / (0.4 + 1.3 + 0.1))
     assert a_run == pytest.approx((4.0 + 99 + 100 * 0.03) / (4.5 + 100 / 2.5 * 1.8))
     assert bench.predict_run(terms, E=1.0, K=0, n=100)[1] == pytest.approx(1.0)  # K = 0 is a plain step
+
+
+def test_the_ratio_to_the_no_overhead_limit_takes_each_temperature_s_best_and_largest_limit():
+    """limit_ratio: per temperature, the best measured speedup over the largest prediction from c and verify timed
+    alone (o = 0), whichever K each comes from; the report and the summary print it."""
+    rows = [dict(T=T, K=K, measured=m, pred_v=p) for T, K, m, p in (
+        (0.0, 0, 1.00, 1.00), (0.0, 2, 1.80, 2.10), (0.0, 4, 2.00, 2.40), (0.0, 6, 1.90, 2.50),
+        (1.0, 0, 1.00, 1.00), (1.0, 2, 1.40, 1.70), (1.0, 4, 1.30, 1.75))]
+    ratio, best, limit = bench.limit_ratio(rows, 0.0)
+    assert ratio == pytest.approx(2.00 / 2.50) and best["K"] == 4 and limit["K"] == 6
+    assert bench.limit_ratio(rows, 1.0)[0] == pytest.approx(1.40 / 1.75)
+    line = bench.ratio_line(rows)
+    assert "T=0: best measured 2.00x (K=4) / limit 2.50x (K=6) = 0.80" in line
+    assert "T=1: best measured 1.40x (K=2) / limit 1.75x (K=4) = 0.80" in line
+
+
+def _grading_bench():
+    spec = importlib.util.spec_from_file_location("bench_grading", REPO / "benchmarks" / "grading.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_grade_names_every_assignment_and_cell_where_before_and_after_differ():
+    """make bench-grade's two configurations must grade alike; `differences` says where they do not (the bench
+    then exits 1): a cell's score or hint, a submission's score or flags, a submission graded only once."""
+    from types import SimpleNamespace as NS
+
+    def row(assignment, score, cells, flags=()):
+        return NS(student="learner00", assignment=assignment, score=score, flags=list(flags),
+                  cells=[NS(grade_id=g, score=s, hint=h) for g, s, h in cells])
+
+    before = [row("01_a", 5, [("t1", 3, None), ("t2", 2, None)]), row("04_b", 4, [("t3", 4, None)]),
+              row("05_c", 1, [("t4", 1, None)])]
+    after = [row("01_a", 5, [("t1", 3, None), ("t2", 2, None)]), row("04_b", 2, [("t3", 2, "a hint")], ["timeout"])]
+    bench_grading = _grading_bench()
+    assert bench_grading.differences(before, before) == []
+    lines = bench_grading.differences(before, after)
+    assert any("04_b" in line and "score 4 before, 2 after" in line for line in lines), lines
+    assert any("04_b" in line and "cell t3" in line and "a hint" in line for line in lines), lines
+    assert any("05_c" in line and "graded only before" in line for line in lines), lines
+    assert not any("01_a" in line for line in lines), lines

@@ -66,15 +66,16 @@ def grade_learner(root: Path, student: str, work: list[str], timeout: float | No
 
 
 def autograde_stock(root: Path, assignment: str, student: str, timeout: float | None = None,
-                    env: dict | None = None) -> list[NotebookResult]:
+                    env: dict | None = None, flags: tuple[str, ...] = ()) -> list[NotebookResult]:
     """Stock serial nbgrader, kept for what it shows: preflight, `nbgrader autograde ASSIGNMENT
     --student STUDENT` (one process per submission, as the stock commands of docs/instructors.md run it), read.
     make bench-grade's "before" and the tests that show stock nbgrader grades the course use it;
-    the course itself grades with `grade_learner`."""
+    the course itself grades with `grade_learner`. `flags`: nbgrader settings for the run
+    (--JudgedExecute.run_measurements=True)."""
     import time
 
     checks = preflights(root, assignment, student)
     t0 = time.perf_counter()
     timeout = submission_timeout(root) if timeout is None else timeout
-    proc = run(root, "autograde", assignment, "--student", student, "--force", timeout=timeout, env=env)
+    proc = run(root, "autograde", assignment, "--student", student, "--force", *flags, timeout=timeout, env=env)
     return classify(root, assignment, student, checks, proc, time.perf_counter() - t0)

@@ -6,8 +6,10 @@ Do not edit: edit the solution cells of the source notebook and regenerate.
 """
 
 
+import math
 import numpy as np
 import torch
+import torch.nn.functional as F
 from specdec.distill import LOSSES, SOURCES, acceptance_rates, distilled, fine_tune, held_out, measure
 from specdec.model import default_device, encode, load
 
