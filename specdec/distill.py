@@ -61,8 +61,10 @@ def corpus_windows(n: int, length: int, generator: torch.Generator, split: str =
     return torch.from_numpy(np.stack([data[s:s + length] for s in starts]).astype(np.int64))
 
 
-def _batch(draft, target, source: str, collect, batch: int, seq: int, temperature: float, gen: torch.Generator):
-    """One step's (target_logits, draft_logits, mask) for the loss, the draft's with a gradient."""
+def _batch(draft, target, source: str, collect, batch: int, seq: int, temperature: float, gen: torch.Generator,
+           draws: torch.Generator):
+    """One step's (target_logits, draft_logits, mask) for the loss, the draft's with a gradient: corpus windows
+    drawn with `gen` (on the CPU), the draft's on-policy tokens with `draws` (on the models' device)."""
     device = model_device(draft)
     if source == "corpus":
         ids = corpus_windows(batch, seq + 1, gen).to(device)
@@ -72,7 +74,7 @@ def _batch(draft, target, source: str, collect, batch: int, seq: int, temperatur
     elif source == "on_policy":
         prompts = corpus_windows(batch, PROMPT, gen).to(device)
         draft.eval()
-        ids, target_logits = collect(draft, target, prompts, seq + 1 - PROMPT, temperature, gen)
+        ids, target_logits = collect(draft, target, prompts, seq + 1 - PROMPT, temperature, draws)
         draft.train()
         target_logits = target_logits.detach()
         draft_logits = draft(ids[:, :-1])[:, PROMPT - 1:]
@@ -92,7 +94,10 @@ def fine_tune(draft, target, loss, source: str = "corpus", collect=None, steps: 
     if source == "on_policy" and collect is None:
         raise ValueError("on-policy data needs collect(draft, target, prompts, n_new, temperature, generator)")
     torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)  # the corpus windows: CPU data
+    device = model_device(draft)
+    # the on-policy draws happen on the models' device, so `collect` gets a generator there (on a CPU, the same one)
+    draws = gen if device.type == "cpu" else torch.Generator(device=device).manual_seed(seed)
     for param in target.parameters():
         param.requires_grad_(False)
     target.eval()
@@ -102,7 +107,7 @@ def fine_tune(draft, target, loss, source: str = "corpus", collect=None, steps: 
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, steps, lr, warmup=min(WARMUP, steps))
-        target_logits, draft_logits, mask = _batch(draft, target, source, collect, batch, seq, temperature, gen)
+        target_logits, draft_logits, mask = _batch(draft, target, source, collect, batch, seq, temperature, gen, draws)
         value = loss(target_logits, draft_logits, mask, temperature)
         opt.zero_grad(set_to_none=True)
         value.backward()

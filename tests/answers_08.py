@@ -78,6 +78,16 @@ def best_draft_threshold(P, w):
     return q + (1 - q.sum()) / len(q)
 
 
+def mixture_draft_torch32(P, w):
+    """In float32 torch: about 7 significant digits, which the checks allow."""
+    return (torch.tensor(w, dtype=torch.float32) @ torch.tensor(np.asarray(P), dtype=torch.float32)).numpy()
+
+
+def acceptance_torch32(P, w, q):
+    P32, q32 = torch.tensor(np.asarray(P), dtype=torch.float32), torch.tensor(np.asarray(q), dtype=torch.float32)
+    return float(torch.tensor(w, dtype=torch.float32) @ torch.minimum(P32, q32).sum(1))
+
+
 # ---------------------------------------------------------------- section 1, wrong
 
 
@@ -385,8 +395,8 @@ def on_policy_batch_not_fed_back(draft, target, prompts, n_new, temperature, gen
 
 
 CORRECT = {
-    "mixture_draft": [mixture_draft_loop, mixture_draft_einsum],
-    "acceptance": [acceptance_loop, acceptance_via_tv],
+    "mixture_draft": [mixture_draft_loop, mixture_draft_einsum, mixture_draft_torch32],
+    "acceptance": [acceptance_loop, acceptance_via_tv, acceptance_torch32],
     "best_draft": [best_draft_linprog, best_draft_threshold],
     "forward_kl": [forward_kl_kl_div, forward_kl_float64],
     "reverse_kl": [reverse_kl_kl_div],

@@ -79,9 +79,9 @@ def check_mixture_draft(mixture_draft) -> None:
         kept = P.copy(), w.copy()
         q = _distribution("mixture_draft", call(mixture_draft, P, w, name="mixture_draft"), P.shape[1], label)
         unchanged(label, P=(kept[0], P), w=(kept[1], w))
-        if np.allclose(q, ref.mixture_draft(P, w), rtol=1e-9, atol=1e-12):
+        if np.allclose(q, ref.mixture_draft(P, w), rtol=1e-6, atol=1e-9):  # float32 arithmetic is fine
             continue
-        if np.allclose(q, P.mean(0), atol=1e-12):
+        if np.allclose(q, P.mean(0), rtol=1e-6, atol=1e-9):
             fail("mixture_draft ignores the weights: the KL-optimal q is the w-weighted mean sum_i w_i p_i, not the plain mean.")
         geo = np.exp(w @ np.log(np.maximum(P, 1e-300)))
         if geo.sum() > 0 and np.allclose(q, geo / geo.sum(), atol=1e-9):
@@ -103,14 +103,14 @@ def check_acceptance(acceptance) -> None:
             except (TypeError, ValueError):
                 fail(f"{label} must return one number (a float), not {type(got).__name__}.")
             want = ref.acceptance(P, w, q)
-            if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+            if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):  # float32 arithmetic is fine
                 continue
             mins = np.minimum(P, q[None, :]).sum(1)
-            if math.isclose(got, float(mins.mean()), rel_tol=1e-9, abs_tol=1e-12):
+            if math.isclose(got, float(mins.mean()), rel_tol=1e-6, abs_tol=1e-9):
                 fail("acceptance ignores the weights: average each context's sum_x min(p_i, q) with its weight w_i.")
-            if math.isclose(got, float(w @ (1 - np.abs(P - q).sum(1))), rel_tol=1e-9, abs_tol=1e-12):
+            if math.isclose(got, float(w @ (1 - np.abs(P - q).sum(1))), rel_tol=1e-6, abs_tol=1e-9):
                 fail("the total variation is HALF the L1 distance: sum_x min(p, q) = 1 - (1/2) sum_x |p - q|.")
-            if math.isclose(got, float(w @ np.maximum(P, q[None, :]).sum(1)), rel_tol=1e-9, abs_tol=1e-12):
+            if math.isclose(got, float(w @ np.maximum(P, q[None, :]).sum(1)), rel_tol=1e-6, abs_tol=1e-9):
                 fail("acceptance sums min(p_i(x), q(x)), not max: a draft token is kept with probability min(1, p/q).")
             fail(f"{label} should be sum_i w_i sum_x min(p_i(x), q(x)).", generic=True)
 
@@ -127,7 +127,7 @@ def check_best_draft(best_draft) -> None:
                  "one unit of probability; stop filling when it is spent.")
         best = ref.acceptance(P, w, ref.best_draft(P, w))
         got = ref.acceptance(P, w, np.clip(q, 0, None))
-        if got >= best - 1e-7:
+        if got >= best - 1e-6:  # float32 arithmetic is fine
             continue
         if np.allclose(q, ref.mixture_draft(P, w), atol=1e-9):
             fail("that is the mixture, the forward-KL optimum; acceptance is maximised by water-filling: give each token "
