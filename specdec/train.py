@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import sys
 import sysconfig
@@ -54,10 +55,14 @@ def build_corpus(out: Path = CORPUS_DIR) -> tuple[np.ndarray, np.ndarray]:
         if max(data, default=0) < 128:  # ASCII only: one byte, one character
             (val if i % 20 == 0 else train).append(data + b"\n\n")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "source.txt").write_text(f"Python {platform.python_version()} standard library source "
-                                    f"(ASCII .py files, no tests), every 20th file held out for validation")
-    for name, parts in (("train", train), ("val", val)):
-        np.frombuffer(b"".join(parts), dtype=np.uint8).tofile(out / f"{name}.bin")
+    # Each file is written under a name of this process's and then renamed into place (atomic), train.bin last:
+    # two processes building the cache at once (test workers, two notebooks) never read a half-written file.
+    text = (f"Python {platform.python_version()} standard library source (ASCII .py files, no tests), every "
+            "20th file held out for validation")
+    for name, data in (("source.txt", text.encode()), ("val.bin", b"".join(val)), ("train.bin", b"".join(train))):
+        partial = out / f".{name}.{os.getpid()}"
+        partial.write_bytes(data)
+        os.replace(partial, out / name)
     return build_corpus(out)
 
 

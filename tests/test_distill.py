@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -99,3 +100,27 @@ def test_measure_reports_each_draft_s_alpha_cost_and_speedup(pair):
     assert 0 < row["alpha_T1"] < 1 and 0 < row["alpha_T0"] < 1 and row["c"] > 0
     assert row["speedup_T1"] > 0 and row["speedup_T0"] > 0
     assert 0 <= row["engine_alpha_T1"] <= 1 and 0 <= row["engine_alpha_T0"] <= 1
+
+
+def test_the_corpus_cache_appears_whole_train_bin_last(tmp_path, monkeypatch):
+    """A fresh clone's test workers (or two notebooks) may build the corpus cache at the same moment, and a
+    reader takes train.bin's existence as "the cache is there": so every file is written under a private
+    name and renamed into place whole, train.bin last (a worker once read zeros past a half-written file)."""
+    import os
+
+    from specdec import train
+
+    renamed, real_replace = [], os.replace
+
+    def recording_replace(src, dst):
+        assert Path(src).name.startswith(".")  # written under a private name first
+        renamed.append((Path(src).parent == Path(dst).parent, Path(dst).name, Path(src).stat().st_size))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(train.os, "replace", recording_replace)
+    data, held = train.build_corpus(tmp_path / "corpus")
+    assert [name for _, name, _ in renamed] == ["source.txt", "val.bin", "train.bin"]
+    assert all(same_folder for same_folder, _, _ in renamed)  # a rename within one folder is atomic
+    sizes = {name: size for _, name, size in renamed}
+    assert sizes["train.bin"] == len(data) > 1_000_000 and sizes["val.bin"] == len(held) > 10_000
+    assert sorted(p.name for p in (tmp_path / "corpus").iterdir()) == ["source.txt", "train.bin", "val.bin"]
