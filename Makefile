@@ -54,7 +54,7 @@ train: $(STAMP) ## retrain the shipped target/draft pair (seeded; minutes on a G
 	$(BIN)/python -m specdec.train
 	@$(MAKE) --no-print-directory distill
 
-distill: $(STAMP) ## notebook 08's eight drafts: the shipped draft fine-tuned with each loss on corpus and on-policy data (seeded; about 20 minutes on 2 cores)
+distill: $(STAMP) ## notebook 08's eight drafts: the shipped draft fine-tuned with each loss on corpus and on-policy data (seeded; about 16 minutes on 2 cores)
 	$(BIN)/python -m solutions.distill $(ARGS)
 
 heads: $(STAMP) ## retrain notebook 05's self-drafting heads on the shipped target (seeded; a few minutes on a CPU)

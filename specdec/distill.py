@@ -34,7 +34,7 @@ import torch
 from specdec import engine
 from specdec.model import WEIGHTS, load, model_device
 from specdec.timing import fastest
-from specdec.train import lr_at
+from specdec.train import build_corpus, lr_at
 
 SEQ = 64  # bytes per training context
 BATCH = 16  # contexts per step
@@ -51,9 +51,7 @@ SEED = 808
 def corpus_windows(n: int, length: int, generator: torch.Generator, split: str = "train") -> torch.LongTensor:
     """(n, length) byte ids: windows of the corpus at random starts drawn with `generator`.
     split "train" or "val" (the held-out files: every 20th standard-library file)."""
-    from specdec.train import build_corpus  # reads the standard library once, then a cache
-
-    try:
+    try:  # build_corpus reads the standard library once, then its cache
         data = build_corpus()[0 if split == "train" else 1]
     except OSError:  # an installed package whose build/ cannot be written: cache it in the temp folder
         data = build_corpus(Path(tempfile.gettempdir()) / "specdec-corpus")[0 if split == "train" else 1]

@@ -337,6 +337,24 @@ def on_policy_batch_preallocated(draft, target, prompts, n_new, temperature, gen
     return ids, logits[:, P - 1:]
 
 
+def on_policy_batch_batch_cache(draft, target, prompts, n_new, temperature, generator):
+    """The draft's batch KV cache (notebook 07's API): one new position per step instead of the whole prefix."""
+    with torch.no_grad():
+        B, P = prompts.shape
+        cache = draft.new_batch_cache(B)
+        logits = draft.extend_batch(prompts, cache)[:, -1]
+        ids = prompts
+        for k in range(n_new):
+            if temperature == 0:
+                token = logits.argmax(-1, keepdim=True)
+            else:
+                token = torch.multinomial(F.softmax(logits / temperature, -1), 1, generator=generator)
+            ids = torch.cat([ids, token], dim=1)
+            if k < n_new - 1:
+                logits = draft.extend_batch(token, cache)[:, -1]
+        return ids, target(ids[:, :-1])[:, P - 1:]
+
+
 # ---------------------------------------------------------------- section 3, wrong
 
 
@@ -403,7 +421,7 @@ CORRECT = {
     "total_variation": [total_variation_l1, total_variation_via_min],
     "jensen_shannon": [jensen_shannon_mixture_log],
     "expected_acceptance": [expected_acceptance_via_tv],
-    "on_policy_batch": [on_policy_batch_list, on_policy_batch_preallocated],
+    "on_policy_batch": [on_policy_batch_list, on_policy_batch_preallocated, on_policy_batch_batch_cache],
 }
 
 WRONG = {

@@ -338,7 +338,7 @@ def check_on_policy_batch(on_policy_batch) -> None:
     from specdec.model import encode, load
     from specdec.toy import toy_pair
 
-    target, draft = toy_pair("cpu")
+    target, draft = toy_pair("cpu", cache=True)  # with the shipped pair's cache API: a cached answer works too
     V = target.config.vocab
     prompts = torch.tensor([[0, 1, 2], [3, 3, 0], [2, 0, 1], [1, 2, 3], [0, 0, 0], [3, 1, 2]])
     label = "on_policy_batch(draft, target, <6 prompts of 3 tokens>, 5, 1.0, generator)"
