@@ -5,7 +5,7 @@ checker runs in the grader's process and the learner's function in the kernel, s
 as its description (`MadeBy`: a factory's name, its plain arguments, which item of a pair) and the
 kernel makes its own copy (coursekit.judge.wire). This module imports nothing of specdec: each
 module that makes such models registers its factories here when it is imported (specdec.model:
-`load`; specdec.toy: `toy_pair`, `text_pair`; specdec.serving: `pass_time`), so the table never
+`load`; specdec.toy: `toy_pair`, `text_pair`, `small_pair`; specdec.serving: `pass_time`), so the table never
 imports the modules that use it (MODULES names them, for a reader that must know them all).
 """
 from __future__ import annotations

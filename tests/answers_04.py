@@ -607,7 +607,7 @@ WRONG = {
         (cached_draft_no_correction, "correction or bonus token"),
         (cached_refeed, "the cache is not used"),
         (cached_plain_target, "calls the target as target(ids)"),
-        # the distribution cell on the cached loop (its T = 1 runs were cut to 1,000: a04's docstring)
+        # the distribution cell on the cached loop (its T = 1 runs were cut to 500: a04's docstring)
         (cached_resample_p, "samples from p"),
         (cached_accept_all, "accepts every draft"),
     ],

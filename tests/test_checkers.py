@@ -365,19 +365,30 @@ def test_the_learners_guide_sample_is_what_the_course_prints():
 def test_04s_greedy_reference_through_the_cache_is_the_plain_calls():
     """a04's expected greedy tokens come from the KV cache (greedy_cached); they are what the plain
     model(ids) call gives on every prompt the checks use, with every step's top-2 logit margin far
-    above float32 rounding (so a learner's plain or cached loop meets the same argmax)."""
+    above float32 rounding, the target's and the draft's (so a learner's plain or cached loop meets
+    the same argmax, and the counters the stats check expects from where the draft agrees). The
+    text is varied (a run of one repeated token would hide a loop off by a position), and the
+    draft both agrees and disagrees with it (drafts are accepted and rejected) on every prompt."""
+    import itertools
+
     import torch
 
     from solutions.checks import a04
-    from specdec.model import encode, load
+    from specdec.model import encode
+    from specdec.toy import small_pair
 
-    target = load("target", "cpu")
+    target, draft = small_pair("cpu")
     n = a04.N_GREEDY + a04.K_MAX
     for prompt in a04.PROMPTS:
         ids = encode(prompt)
         plain = a04.greedy_reference(target, ids, n).tolist()
         assert a04.greedy_cached(target, ids, n).tolist() == plain, prompt
+        assert len(set(plain)) >= 10 and max(len(list(run)) for _, run in itertools.groupby(plain)) <= 2, plain
         with torch.no_grad():
-            logits = target(torch.tensor([ids.tolist() + plain[:-1]]))[0, len(ids) - 1:]
-        top2 = logits.topk(2, dim=-1).values
-        assert float((top2[:, 0] - top2[:, 1]).min()) > 1e-3, prompt
+            context = torch.tensor([ids.tolist() + plain[:-1]])
+            rows_t, rows_d = target(context)[0, len(ids) - 1:], draft(context)[0, len(ids) - 1:]
+        for rows in (rows_t, rows_d):
+            top2 = rows.topk(2, dim=-1).values
+            assert float((top2[:, 0] - top2[:, 1]).min()) > 0.02, prompt
+        agree = (rows_d.argmax(-1) == rows_t.argmax(-1)).float().mean()
+        assert 0.5 < float(agree) < 0.9, (prompt, float(agree))

@@ -20,8 +20,10 @@ one per environment (PYTEST_CURRENT_TEST aside) and the child sets os.environ to
 
 Only where fork is safe and the process facilities exist: Linux (`usable()`); elsewhere, and with
 SubmissionRunner.fork = False (grader_config.py), every driver is started as its own process.
-torch is not preloaded: its OpenMP runtime reads its thread settings when loaded, and the checkers
-that need it import it in the child, under the learner run's settings.
+The driver's server (`coursekit.batch serve`) also preloads torch and the checker modules: torch's
+OpenMP runtime reads its thread settings when it is loaded, from the server's environment, which
+is the children's (one server per environment); importing it starts no thread pool (no parallel
+region runs before a fork), so each child starts its own when it first computes.
 """
 from __future__ import annotations
 

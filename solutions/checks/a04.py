@@ -3,38 +3,47 @@ speculative_generate_cached.
 
 Every model a checker hands to learner code lives on `default_device()`, the device notebook
 04's setup cell calls DEVICE (CUDA when present), and prompts are CPU tensors as in the
-notebook's own tests: the shipped pair, and toy bigram pairs (`specdec.toy`) that are
-`nn.Module`s with a parameter, so every usual way of finding a model's device works on both.
+notebook's own tests: `specdec.toy.small_pair` (the shipped draft as the target and a noisy copy
+of it as the draft: a real transformer pair, a 36th of the shipped target's cost per pass, which
+the greedy checks decode on; the notebook's visible tests run the shipped pair itself), and toy
+bigram pairs (`specdec.toy`) that are `nn.Module`s with a parameter, so every usual way of
+finding a model's device works on all of them.
 
 One checker per idea (one hidden test cell each), each with its own false-failure budget; a
 correct answer fails any of them with probability below 1e-6 in all (2e-7 autoregressive
 sampling + 2e-7 speculative distribution + 2e-7 bonus token + 2 x 1e-9 reproducibility, the
 rest below 1e-30: 6.1e-7):
 
-- autoregressive_generate: greedy equals argmax decoding on the shipped target (deterministic);
-  two sampled tokens follow softmax(logits / T) on the toy target, T = 1 and 0.5 (exact
-  binomial tests, 1e-7 per temperature), N_SAMPLES = 1,000 runs each: the catalogued temperature
-  mistake (no temperature: TV 0.33 from the law at T = 0.5) passes with probability below 1e-57, a
-  temperature applied twice (TV 0.22) below 1e-65 (exact binomial arithmetic on the toy target,
-  the same test; 3,000 runs bought nothing more).
+- autoregressive_generate: greedy equals argmax decoding on the small pair's target
+  (deterministic); two sampled tokens follow softmax(logits / T) on the toy target, T = 1 and 0.5
+  (exact binomial tests, 1e-7 per temperature), N_SAMPLES = 400 runs each: the catalogued
+  temperature mistake (no temperature: TV 0.33 from the law at T = 0.5) passes with probability
+  below 3e-16, a temperature applied twice (TV 0.22) below 9e-16 (exact binomial arithmetic on the
+  toy target, the same test: for each bin, the probability under the mistake's law that its count
+  lands where the test accepts, the smallest over the bins; 1,000 runs gave 1e-57 and 1e-65).
 - autoregressive_generate, speculative_generate: the same seeded generator gives the same tokens
   while torch's, numpy's and Python's global generators are reset differently; another seed
   gives other tokens (a correct answer repeats 32 sampled toy tokens with probability below 1e-9).
-- speculative_generate, greedy: output equals the target's greedy output, 3 prompts, K = 1..8.
+- speculative_generate, greedy: output equals the target's greedy output, 3 prompts, K = 1..8, on
+  the small pair (varied text on each prompt; the draft agrees with the target 62-81 % of the way,
+  so rounds accept and reject; tests/test_checkers.py checks both, and the margins).
 - speculative_generate, stats: at temperature 0 the counters equal the ones the greedy run must
   produce (computed from where the draft's argmax agrees with the target's; on these prompts
-  the smallest top-2 logit margin along the way is 0.02, far above float32 rounding), for K
-  drafts per round or a proposal capped at the tokens still needed; at temperature 1 they add up.
+  the smallest top-2 logit margin along the way is 0.03 for the target, 0.05 for the draft, far
+  above float32 rounding), for K drafts per round or a proposal capped at the tokens still needed
+  (each STATS_CASES K makes the capped last round differ); at temperature 1 they add up.
 - speculative_generate, distribution: the first two tokens (K = 2, so never a bonus token) follow
   the target's joint law at T = 1 and 0.5 (exact tests, 1e-7 each whatever the number of runs):
   acceptance and residual. Runs (DIST_RUNS), sized by what a wrong answer needs to fail (exact
   multinomial arithmetic on the toy pair): 3,000 at T = 0.5, where the subtlest named mistake, q
   taken from the draft's raw logits (TV 0.10 on the joint law), still passes with probability 8e-5
-  (3 % with 2,000 runs, so no fewer); 1,000 at T = 1, where no temperature mistake exists (raw and
-  tempered logits agree) and every mechanism mistake, resampling from p (TV 0.18), accepting every
-  draft, a q - p residual or min(1, q/p) as the test (TV 0.50), passes with probability below 1e-11
-  (it is tested at T = 0.5 as well). Each run is one call, of about 1.6 rounds: the T = 1 cut saves a
-  third of the check's 6,000 calls, which matters on a GPU, where every pass of a call waits for the device.
+  (3 % with 2,000 runs, so no fewer); 500 at T = 1, where no temperature mistake exists (raw and
+  tempered logits agree) and accepting every draft, a q - p residual or min(1, q/p) as the test
+  (TV 0.50) pass with probability below 1e-86, resampling from p (TV 0.18) below 2e-3 there, and
+  every one of them is tested at T = 0.5 as well, where resampling from p passes below 1e-41
+  (bounds computed as for the autoregressive check above; 1,000 runs at T = 1 gave 1e-11 for it). Each run is one
+  call, of about 1.6 rounds: 3,500 calls where there were 6,000, which matters on a GPU, where
+  every pass of a call waits for the device.
 - speculative_generate, bonus token: with draft == target every round emits K+1 tokens; on a
   close toy pair, runs that accepted all K drafts (stats['rounds'] == 1) end with a token drawn
   from p_{K+1} at temperature T (K = 1 at T = 1, K = 2 at T = 0.5; exact tests, 1e-7 each).
@@ -65,23 +74,26 @@ from scipy import stats as scipy_stats
 from solutions.checks._common import (
     SEED, CheckFailure, Exercise, Heavy, call, call_many, counts_match_pmf, declare, fail,
 )
-from specdec.model import default_device, encode, load, model_device
-from specdec.toy import TEXT_TOKENS, text_pair, toy_pair
+from specdec.model import default_device, encode, model_device
+from specdec.toy import TEXT_TOKENS, small_pair, text_pair, toy_pair
 
-PROMPTS = ["import os\n\n\ndef walk(", "class Stack:\n    def push(self, item):\n        ", "    return {"]
+PROMPTS = ["        self.", "    @property\n    def ", "    if not isinstance("]  # varied greedy text on _pair()
 N_GREEDY = 24
 K_MAX = 8
-N_SAMPLES = 1_000       # runs per temperature in autoregressive_generate's distribution test (docstring)
-DIST_RUNS = {1.0: 1_000, 0.5: 3_000}  # runs per temperature in the speculative distribution tests (docstring)
+N_SAMPLES = 400         # runs per temperature in autoregressive_generate's distribution test (docstring)
+DIST_RUNS = {1.0: 500, 0.5: 3_000}  # runs per temperature in the speculative distribution tests (docstring)
 N_BONUS = 1_000         # runs per configuration in the bonus-token tests
 N_REPRO = 32            # sampled tokens compared in the reproducibility tests
 _CACHE: dict = {}
 
 
 def _pair():
+    """The pair the greedy checks decode on: `specdec.toy.small_pair` (the shipped draft as the
+    target, a noisy copy as its draft): a real transformer pair, as the learner's loops meet in the
+    notebook, whose passes cost a 36th of the shipped target's (the notebook's own tests run the
+    shipped pair)."""
     if "pair" not in _CACHE:
-        device = default_device()
-        _CACHE["pair"] = load("target", device), load("draft", device)
+        _CACHE["pair"] = small_pair(default_device())
     return _CACHE["pair"]
 
 
@@ -101,9 +113,9 @@ def greedy_reference(model, prompt, n):
 @torch.no_grad()
 def greedy_cached(model, prompt, n):
     """greedy_reference's tokens through the model's KV cache: one pass per token instead of one
-    over the whole sequence (about 6 times fewer FLOPs here). The two agree on the shipped target
-    for PROMPTS, whose smallest top-2 logit margins along the way (0.14, 0.21, 0.40) are far above
-    float32 rounding (tests/test_checkers.py checks both on the CPU; not yet run on a GPU)."""
+    over the whole sequence. The two agree on the small pair's target for PROMPTS, whose smallest
+    top-2 logit margins along the way (0.03, 0.04, 0.12) are far above float32 rounding
+    (tests/test_checkers.py checks both on the CPU; not yet run on a GPU)."""
     cache, out = model.new_cache(), []
     logits = model.extend(prompt[None].to(model_device(model)), cache)
     for _ in range(n):
@@ -189,7 +201,7 @@ def check_autoregressive_generate(autoregressive_generate) -> None:
                  "model(ids) at every step (row t predicts token t+1).")
     toy_target, _ = _toys()
     for T in (1.0, 0.5):
-        # Exact binomial tests on the 16 pairs (x1, x2), 3,000 runs: false failure below 1e-7 per T.
+        # Exact binomial tests on the 16 pairs (x1, x2), N_SAMPLES runs: false failure below 1e-7 per T.
         gen = torch.Generator().manual_seed(SEED)
         label = f"autoregressive_generate at temperature {T}"
         outs = call_many(autoregressive_generate, [((toy_target, torch.tensor([0]), 2), dict(temperature=T, generator=gen))
@@ -296,7 +308,7 @@ POLICIES = {
     "capped at the tokens still needed": lambda K, needed: min(K, needed),
     "capped so that the round cannot overshoot": lambda K, needed: min(K, needed - 1),
 }
-STATS_CASES = [(PROMPTS[0], 3), (PROMPTS[1], 5), (PROMPTS[2], 4)]
+STATS_CASES = [(PROMPTS[0], 4), (PROMPTS[1], 5), (PROMPTS[2], 3)]  # each K makes a capped last round differ (docstring)
 
 
 def _draft_agrees(prompt: str) -> list[bool]:
@@ -357,8 +369,9 @@ def _speculative_stats(speculative_generate, name: str = "speculative_generate",
         if got in expected:
             continue
         # A correct answer is deterministic at temperature 0. One that samples its drafts repeats the
-        # same counters in a run with probability at most 0.37 on these prompts (seen over 30 seeds),
-        # so 8 more runs all equal to this one have probability below 0.37**8 < 4e-4.
+        # same counters in a run with probability at most 0.2 on these prompts and pair (0.18, 0.13 and
+        # 0.16 for the commonest counters over 300 seeds each), so 8 more runs all equal to this one
+        # have probability about 0.2**8 < 3e-6.
         for _ in range(8):
             _, again = _spec(speculative_generate, target, draft, encode(prompt), N_GREEDY, K, temperature=0,
                              label=label, n=N_GREEDY)
@@ -366,6 +379,9 @@ def _speculative_stats(speculative_generate, name: str = "speculative_generate",
                 fail(f"{label}: two runs gave different counters ({got} and {again}): at temperature 0 every "
                      "draft must be the draft's argmax (q one-hot), not a sample, so every run proposes and "
                      "accepts the same drafts.")
+        if K > 1 and got in [greedy_stats(agree, K - 1, N_GREEDY, policy) for policy in POLICIES.values()]:
+            fail(f"{label}: the counters are those of a run that proposes K - 1 = {K - 1} drafts per round: a round "
+                 "proposes K drafts (the draft loop is one step short).")
         # Name the one counter that is off, against a proposal policy that explains the other two.
         off = [{key for key in e if e[key] != got[key]} for e in expected]
         if {"proposed"} in off:
