@@ -150,7 +150,7 @@ def test_a_call_through_the_channel_gets_the_local_verdict(nb, check, fn):
     assert remote_verdict(check, fn) == verdict(check, fn)
 
 
-# 04's checks run the shipped model pair (its contract: heavy in process), so its channel tests are in the
+# 04's checks are heavy in process (its contract: a transformer pair and thousands of calls), so its channel tests are in the
 # slow tier with its checker cases (tests/support/tiers.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("check, exercise, wrong", [
