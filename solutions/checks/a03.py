@@ -146,13 +146,77 @@ SAMPLE_CASES = (  # (p_target, q_draft); chosen so that every known mistake move
     (np.array([0.50, 0.25, 0.25, 0.00]), np.array([0.50, 0.25, 0.25, 0.00])),   # p == q
     (np.array([0.60, 0.40, 0.00, 0.00]), np.array([0.00, 0.00, 0.50, 0.50])),   # disjoint: alpha = 0
 )
-SAMPLE_N = 12_000
+# Draws per case (12,000 each before: the pair test below made most of them unnecessary). Three exact
+# tests per case, each at LEVEL / 12: the token against p (V bins), the accepted flag against alpha
+# (2 bins) and the pair (accepted, token) against its exact law (2V bins: min(p, q) for accepted tokens,
+# (1 - alpha) * residual for rejected ones). A rejected token never lands where the residual is 0
+# (where q >= p), and each named mistake puts mass there or takes it from accepted tokens. Exact binomial
+# arithmetic (scipy.stats.binom over each test's acceptance interval; the bound is the best single bin's,
+# multiplied over the cases, which are independent): resampling from p passes every test with
+# probability below 1e-126 (cases 0 and 1 catch it; in cases 2 and 3 it is right); the residual q - p,
+# the deterministic acceptance, tokens drawn from q with every flag True, and a flag always True cannot
+# pass (each leaves empty a bin whose test needs counts). The first case that fails names the mistake:
+# each named mistake's pair law is tested at 1e-3, in order, and no named mistake's draws can pass an
+# earlier one's law (again a bin left empty that the other needs), so a named mistake misses its hint
+# only when its own law fails that 1e-3 test (then the token law is tried, as before). p == q and
+# disjoint supports get fewer draws: what they test is exact (every flag True, resp. False, and no token
+# outside p's support) or far from the right law.
+SAMPLE_N = (3_000, 3_000, 1_000, 1_000)
 
 
 def _mixture(p, q, other):
     """Distribution of a sampler that accepts correctly but resamples from `other` on rejection."""
     alpha = np.minimum(p, q).sum()
     return np.minimum(p, q) + (1 - alpha) * other
+
+
+def _pair_law(accepted, rejected):
+    """The law of code = accepted * V + token: `rejected` (the mass of each token emitted with the flag
+    False) then `accepted` (with the flag True)."""
+    return np.concatenate([rejected, accepted])
+
+
+def _sample_pair_laws(p, q):
+    """(correct law of the pair, [(hint, law of a named mistake), ...]) for speculative_sample on (p, q)."""
+    kept = np.minimum(p, q)
+    alpha = kept.sum()
+    residual = ref.residual_distribution(p, q)
+    correct = _pair_law(kept, (1 - alpha) * residual)
+    named = [
+        (HINT_SAMPLE_FROM_P, _pair_law(kept, (1 - alpha) * p)),
+        (HINT_SAMPLE_Q_MINUS_P, _pair_law(kept, (1 - alpha) * _safe_norm(np.maximum(q - p, 0)))),
+        (HINT_SAMPLE_DETERMINISTIC, _pair_law(np.where(p >= q, q, 0.0), q[q > p].sum() * residual)),
+    ]
+    return correct, named
+
+
+HINT_SAMPLE_FROM_P = ("on rejection it resamples from p; it must sample from the residual norm(max(p - q, 0)), "
+                      "otherwise tokens that q already over-proposes are counted twice.")
+HINT_SAMPLE_Q_MINUS_P = ("the residual uses q - p; it must be max(p - q, 0), the mass where the target exceeds "
+                         "the draft.")
+HINT_SAMPLE_DETERMINISTIC = ("it keeps x exactly when p[x] >= q[x] and rejects it otherwise; a token the draft "
+                             "over-proposes must still be kept with probability p[x] / q[x].")
+HINT_SAMPLE_FOLLOWS_Q = ("its tokens follow q, not p: the acceptance test must keep x with probability "
+                         "min(1, p[x] / q[x]).")
+
+
+def _name_sample_mistake(p, q, tokens, codes) -> None:
+    """Fail with the hint of the first named mistake whose law the draws follow (at level 1e-3): the pair
+    (accepted, token) first, then, for a sampler whose flag is off as well, the token alone."""
+    __tracebackhide__ = True
+    _, named = _sample_pair_laws(p, q)
+    for hint, law in named:
+        if counts_match_pmf(codes, np.arange(2 * len(p)), law, 1e-3):
+            fail(f"speculative_sample: {hint}")
+    token_laws = [
+        (HINT_SAMPLE_FROM_P, _mixture(p, q, p)),
+        (HINT_SAMPLE_Q_MINUS_P, _mixture(p, q, _safe_norm(np.maximum(q - p, 0)))),
+        (HINT_SAMPLE_DETERMINISTIC, _deterministic_accept(p, q)),
+        (HINT_SAMPLE_FOLLOWS_Q, q),
+    ]
+    for hint, dist in token_laws:
+        if counts_match_pmf(tokens, np.arange(len(p)), dist, 1e-3):
+            fail(f"speculative_sample: {hint}")
 
 
 def _check_sample_output(out, V):
@@ -178,10 +242,11 @@ REPRO_CALLS = 200
 
 
 def check_speculative_sample(speculative_sample) -> None:
-    """Over SAMPLE_N draws per case: tokens distributed as p, acceptance frequency sum min(p, q).
+    """Over SAMPLE_N[c] draws in case c: tokens distributed as p, acceptance frequency sum min(p, q),
+    and the pair (accepted, token) as its exact law.
 
-    Level: per case, V + 1 exact binomial tests; the level LEVEL is split evenly over the cases,
-    then (inside counts_match_pmf) over the bins.
+    Level: per case, three exact tests (2V + V + 2 binomial tests in all); the level LEVEL is split
+    evenly over the 3 x 4 tests, then (inside counts_match_pmf) over the bins.
     """
     __tracebackhide__ = True
     p0, q0 = SAMPLE_CASES[0]
@@ -196,44 +261,38 @@ def check_speculative_sample(speculative_sample) -> None:
     if runs[0] == runs[2]:
         fail("two runs with differently seeded rngs gave identical results: the function ignores its rng "
              "argument (a generator with a fixed seed inside?); draw every random number from rng.")
-    per_case = LEVEL / (2 * len(SAMPLE_CASES))
-    for case, (p, q) in enumerate(SAMPLE_CASES):
+    per_test = LEVEL / (3 * len(SAMPLE_CASES))
+    for case, ((p, q), n) in enumerate(zip(SAMPLE_CASES, SAMPLE_N)):
         rng = np.random.default_rng(SEED + 10 + case)
-        tokens = np.empty(SAMPLE_N, dtype=np.int64)
-        accepted = np.empty(SAMPLE_N, dtype=bool)
-        calls = [((p.copy(), q.copy(), rng), {}) for _ in range(SAMPLE_N)]
+        tokens = np.empty(n, dtype=np.int64)
+        accepted = np.empty(n, dtype=bool)
+        calls = [((p.copy(), q.copy(), rng), {}) for _ in range(n)]
         for i, (((p_in, q_in, _), _), out) in enumerate(zip(calls, call_many(speculative_sample, calls))):
             if not (np.array_equal(p_in, p) and np.array_equal(q_in, q)):
                 unchanged("speculative_sample(p, q, rng)", p=(p, p_in), q=(q, q_in))
             tokens[i], accepted[i] = _check_sample_output(out, len(p))
         values = np.arange(len(p))
+        codes = accepted * len(p) + tokens
         alpha = ref.acceptance_rate(p, q)
-        if not counts_match_pmf(tokens, values, p, per_case):
+        if not counts_match_pmf(tokens, values, p, per_test):
             if accepted.all() and alpha < 0.99:
                 fail("speculative_sample accepts every draft token: accept x ~ q only with probability "
                      "min(1, p[x] / q[x]).")
-            wrong = [
-                ("on rejection it resamples from p; it must sample from the residual "
-                 "norm(max(p - q, 0)), otherwise tokens that q already over-proposes are counted twice.",
-                 _mixture(p, q, p)),
-                ("the residual uses q - p; it must be max(p - q, 0), the mass where the target exceeds "
-                 "the draft.", _mixture(p, q, _safe_norm(np.maximum(q - p, 0)))),
-                ("it keeps x exactly when p[x] >= q[x] and rejects it otherwise; a token the draft "
-                 "over-proposes must still be kept with probability p[x] / q[x].", _deterministic_accept(p, q)),
-                ("its tokens follow q, not p: the acceptance test must keep x with probability "
-                 "min(1, p[x] / q[x]).", q),
-            ]
-            for hint, dist in wrong:
-                if counts_match_pmf(tokens, values, dist, 1e-3):
-                    fail(f"speculative_sample: {hint}")
+            _name_sample_mistake(p, q, tokens, codes)
             fail("speculative_sample: the emitted tokens are not distributed as p (draw x ~ q, accept "
                  "with probability min(1, p[x]/q[x]), otherwise draw from the residual).")
-        if not counts_match_pmf(accepted.astype(int), np.array([0, 1]), np.array([1 - alpha, alpha]), per_case):
+        if not counts_match_pmf(accepted.astype(int), np.array([0, 1]), np.array([1 - alpha, alpha]), per_test):
             if accepted.all():
                 fail("speculative_sample: the tokens are right but the accepted flag is always True; it must "
                      "be True only when the draft token was kept, and False when the token came from the residual.")
             fail("speculative_sample: the accepted flag is True with the wrong frequency; it should be "
                  "True exactly when the draft token was kept, which happens with probability sum min(p, q).")
+        correct, _ = _sample_pair_laws(p, q)
+        if not counts_match_pmf(codes, np.arange(2 * len(p)), correct, per_test):
+            _name_sample_mistake(p, q, tokens, codes)
+            fail("speculative_sample: the tokens and the accepted flag are each right on their own, but not "
+                 "together: an accepted token is the draft x ~ q, kept with probability min(1, p[x]/q[x]), and "
+                 "a rejected one is a draw from the residual norm(max(p - q, 0)), never a token where q >= p.")
 
 
 def _safe_norm(v):
@@ -265,7 +324,19 @@ def _greedy_cases():
     return cases
 
 
-VERIFY_V, VERIFY_K, VERIFY_N = 5, 3, 12_000
+# Rounds with sampled drafts (12,000 before). Eight exact tests at LEVEL / 8 each: the number of tokens
+# per round (K + 1 bins), the token at each position j against p_rows[j] (K + 1 tests of V bins), and at
+# each position j < K the pair (kept or not, token) of the rounds that reach j against its exact law
+# (2V bins: the draft kept as x with probability min(p_j, q_j)(x); otherwise the correction, the round's
+# last token, with probability (1 - beta_j) r_j(x)). The drafts are drawn independently position by
+# position, so what happens at j, given that a round reaches it, is independent of the positions before
+# it: the pair test is exact whatever number of rounds reaches j. A correction never lands where r_j is
+# 0 (q_j >= p_j), so one resampled from p shows at once: exact binomial arithmetic gives it a chance
+# below 1e-35 of passing the pair test at position 0 alone (all VERIFY_N rounds reach it), and a chance
+# of 1e-17 of giving no round of exactly the K drafts (0.013 per round: position K-1 rejects and the
+# resample is the rejected draft), where its hint is found first. A bonus token added only sometimes
+# gives such a round with probability 0.12 per round, one never added with 0.41.
+VERIFY_V, VERIFY_K, VERIFY_N = 5, 3, 3_000
 # Rounds per reproducibility run. Two correct runs with different seeds agree on every round with
 # probability prod over rounds of sum_o P(o)**2 (o: the possible outputs of that round), which for
 # these rows and drafts is about 1e-40 for 100 rounds (1e-20 for the first 50).
@@ -352,12 +423,28 @@ def check_verify_round(verify_round) -> None:
         fail(hint_greedy)
     hint_resample_p = ("verify_round resamples a rejected position from p; it must sample from the residual "
                        "norm(max(p - q, 0)) so that the emitted token is distributed exactly as p.")
-    if only_drafts:
+    # At position j < K, of the rounds that reach it: code = V * (kept) + token, kept when the round goes on.
+    pair_codes = [np.array([VERIFY_V * (len(r) > j + 1) + r[j] for r in rounds if len(r) > j])
+                  for j in range(VERIFY_K)]
+    pair_values = np.arange(2 * VERIFY_V)
+
+    def resampled_from_p() -> bool:
+        """Some position's pairs follow the law of corrections drawn from p (at 1e-3) and not the right one;
+        or, as before the pair test, its tokens follow the mixture such corrections give and not p."""
+        for j in range(VERIFY_K):
+            if counts_match_pmf(pair_codes[j], pair_values, _round_pair_law(p_rows[j], q_rows[j], p_rows[j]), 1e-3) \
+                    and not counts_match_pmf(pair_codes[j], pair_values, _round_pair_law(p_rows[j], q_rows[j]), 1e-3):
+                return True
         for j in range(VERIFY_K):
             at_j = np.array([r[j] for r in rounds if len(r) > j])
             if counts_match_pmf(at_j, np.arange(VERIFY_V), _mixture(p_rows[j], q_rows[j], p_rows[j]), 1e-3) \
                     and not counts_match_pmf(at_j, np.arange(VERIFY_V), p_rows[j], 1e-3):
-                fail(hint_resample_p)
+                return True
+        return False
+
+    if only_drafts:
+        if resampled_from_p():
+            fail(hint_resample_p)
         fail("verify_round returned exactly the K drafts in some rounds: either it forgot the bonus token when "
              "all K were accepted (append a token sampled from p_rows[K] every time), or a correction equalled "
              "the rejected draft, which the residual norm(max(p - q, 0)) never does.")
@@ -365,7 +452,7 @@ def check_verify_round(verify_round) -> None:
     alphas = ref.acceptance_rate(p_rows[:VERIFY_K], q_rows)
     reach = np.concatenate([[1.0], np.cumprod(alphas)])                     # P(length > j)
     length_pmf = reach - np.append(reach[1:], 0.0)                          # P(length = j + 1)
-    n_tests = 1 + (VERIFY_K + 1)
+    n_tests = 1 + (VERIFY_K + 1) + VERIFY_K
     per_test = LEVEL / n_tests
     if not counts_match_pmf(lengths, np.arange(1, VERIFY_K + 2), length_pmf, per_test):
         if lengths.max() <= VERIFY_K:
@@ -379,11 +466,27 @@ def check_verify_round(verify_round) -> None:
     for j in range(VERIFY_K + 1):
         at_j = np.array([r[j] for r in rounds if len(r) > j])
         if not counts_match_pmf(at_j, np.arange(VERIFY_V), p_rows[j], per_test):
-            if j < VERIFY_K and counts_match_pmf(at_j, np.arange(VERIFY_V),
-                                                 _mixture(p_rows[j], q_rows[j], p_rows[j]), 1e-3):
+            if j < VERIFY_K and resampled_from_p():
                 fail(hint_resample_p)
             fail(f"verify_round: the token emitted at position {j} is not distributed as p_rows[{j}] "
                  "(accepted draft, residual sample at the first rejection, or bonus token).")
+    for j in range(VERIFY_K):
+        if not counts_match_pmf(pair_codes[j], pair_values, _round_pair_law(p_rows[j], q_rows[j]), per_test):
+            if resampled_from_p():
+                fail(hint_resample_p)
+            fail(f"verify_round: at position {j} the tokens follow p_rows[{j}], but the kept drafts and the "
+                 "corrections do not follow their laws: keep draft x with probability min(1, p[x]/q[x]); at the "
+                 "first rejection emit a draw from the residual norm(max(p - q, 0)), never a token where q >= p.")
+
+
+def _round_pair_law(p, q, correction=None):
+    """The law of V * (kept) + token at one position of verify_round, for the rounds that reach it: the
+    draft x ~ q kept with probability min(1, p[x]/q[x]); otherwise the round's last token, drawn from
+    `correction` (the residual when None)."""
+    kept = np.minimum(p, q)
+    if correction is None:
+        correction = ref.residual_distribution(p, q)
+    return np.concatenate([(1 - kept.sum()) * correction, kept])
 
 
 # ---------------------------------------------------------------- the contract
