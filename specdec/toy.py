@@ -240,7 +240,8 @@ SMALL_NOISE, SMALL_SEED = 0.15, 0  # the draft's weights: each tensor + N(0, (0.
 def small_pair(device: str | torch.device = "cpu"):
     """(target, draft): the shipped draft (1 layer, 297k parameters) as the target, and as its draft
     a copy whose every weight tensor got seeded Gaussian noise of SMALL_NOISE times that tensor's
-    standard deviation (made on the CPU, the same bits on every machine, then moved to `device`).
+    standard deviation (made on the CPU from a seeded generator, so the grader and the kernel, which
+    each build it, hold the same weights; then moved to `device`).
     Both are `TinyGPT`s with the shipped models' calls and caches. Greedy, the draft agrees with
     the target's next token about 7 times in 10 on a04's prompts (0.62-0.81), and every step's
     top-2 logit margin on them is at least 0.03 for both (tests/test_checkers.py checks both)."""
