@@ -410,7 +410,7 @@ def feeding_problem(fn) -> str | None:
 # ---- the law of the sampled output (toy_pair: bigram tables, exact laws)
 
 # Every row's prompt ends with token 3, where the mistakes below differ most from the target; rows of
-# different lengths. (temperature, close, K, rows) with close the toy_pair argument, 3 new tokens each, so
+# different lengths. (temperature, near, K, rows) with near the toy_pair argument `close`, 3 new tokens each, so
 # the first round's bonus token (K + 1) and later rounds are reached too. Sizes, from the exact laws of the
 # first token (total variation from the target's; scipy.stats.binom): at T = 0.5 on the close pair, q from
 # the raw logits (TV 0.075) passes the first token's test with 3,000 rows with probability below 4e-7, drafts
@@ -469,8 +469,8 @@ def _first_law(p1, q_sample, q_test) -> np.ndarray:
 def _distribution(fn) -> None:
     __tracebackhide__ = True
     device = default_device()
-    for T, close, K, R in DIST_CASES:
-        target, draft = toy_pair(device, close=close, cache=True)
+    for T, near, K, R in DIST_CASES:
+        target, draft = toy_pair(device, close=near, cache=True)
         label = f"batched_generate ({R} prompts, K = {K}, temperature {T:g}, on a toy pair)"
         prompts = [torch.tensor(DIST_PROMPTS[b % len(DIST_PROMPTS)]) for b in range(R)]
         gen = torch.Generator(device=device).manual_seed(SEED)
