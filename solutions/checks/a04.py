@@ -4,8 +4,9 @@ speculative_generate_cached.
 Every model a checker hands to learner code lives on `default_device()`, the device notebook
 04's setup cell calls DEVICE (CUDA when present), and prompts are CPU tensors as in the
 notebook's own tests: `specdec.toy.small_pair` (the shipped draft as the target and a noisy copy
-of it as the draft: a real transformer pair, a 36th of the shipped target's cost per pass, which
-the greedy checks decode on; the notebook's visible tests run the shipped pair itself), and toy
+of it as the draft: a real transformer pair, a 36th of the shipped target's cost per pass on the
+2-core course machine, which the greedy checks decode on; the notebook's visible tests run the
+shipped pair itself), and toy
 bigram pairs (`specdec.toy`) that are `nn.Module`s with a parameter, so every usual way of
 finding a model's device works on all of them.
 
@@ -90,8 +91,8 @@ _CACHE: dict = {}
 def _pair():
     """The pair the greedy checks decode on: `specdec.toy.small_pair` (the shipped draft as the
     target, a noisy copy as its draft): a real transformer pair, as the learner's loops meet in the
-    notebook, whose passes cost a 36th of the shipped target's (the notebook's own tests run the
-    shipped pair)."""
+    notebook, whose passes cost a 36th of the shipped target's on the 2-core course machine (the
+    notebook's own tests run the shipped pair)."""
     if "pair" not in _CACHE:
         _CACHE["pair"] = small_pair(default_device())
     return _CACHE["pair"]
